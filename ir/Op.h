@@ -1,0 +1,47 @@
+//===- Op.h - The op kinds of the one op table ---------------------------===//
+#pragma once
+
+#include "ir/Attributes.h"
+#include "ir/Types.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+
+namespace strata {
+
+enum class OpKind : uint16_t {
+#define OP(Enum, Name, NumOperands, NumResults) Enum,
+#include "ir/Ops.def"
+};
+
+/// Number of ops in Ops.def; per-op tables static_assert against it.
+inline constexpr int kNumOps = 0
+#define OP(Enum, Name, NumOperands, NumResults) +1
+#include "ir/Ops.def"
+    ;
+
+llvm::StringRef opName(OpKind k);
+std::optional<OpKind> parseOpName(llvm::StringRef name);
+/// -1 means variadic.
+int opNumOperands(OpKind k);
+int opNumResults(OpKind k);
+
+bool isElementwiseUnary(OpKind k);
+bool isElementwiseBinary(OpKind k);
+bool isCollective(OpKind k);
+
+/// Infers result types from operand types and attributes, checking every
+/// constraint of the op. The error message says what is wrong and why.
+llvm::Expected<llvm::SmallVector<TensorType, 1>>
+inferResultTypes(OpKind k, llvm::ArrayRef<TensorType> operands,
+                 const Attrs &attrs);
+
+/// Numpy-style broadcast of two shapes, or nullopt if incompatible.
+std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
+                                     llvm::ArrayRef<int64_t> b);
+
+} // namespace strata
