@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/Attributes.h"
+#include "ir/Sharding.h"
 #include "ir/Types.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -36,9 +37,11 @@ bool isCollective(OpKind k);
 
 /// Infers result types from operand types and attributes, checking every
 /// constraint of the op. The error message says what is wrong and why.
+/// Collectives that change shapes (all_gather, reduce_scatter, all_to_all)
+/// need the mesh for their group sizes.
 llvm::Expected<llvm::SmallVector<TensorType, 1>>
 inferResultTypes(OpKind k, llvm::ArrayRef<TensorType> operands,
-                 const Attrs &attrs);
+                 const Attrs &attrs, const Mesh *mesh = nullptr);
 
 /// Numpy-style broadcast of two shapes, or nullopt if incompatible.
 std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,

@@ -1,0 +1,54 @@
+//===- Pass.h - The pass interface and registry ----------------------------===//
+//
+// A pass has a name, a one-line summary and a run() that transforms a graph in
+// place and says whether it changed it. Options come from the pipeline text
+// (`autodiff,spmd{tp=2,dp=2}`) as string key/values; a pass validates its own.
+// Passes register themselves once (STRATA_REGISTER_PASS) so strata-opt and the
+// compiler driver build pipelines from text.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+using PassOptions = llvm::StringMap<std::string>;
+
+class Pass {
+public:
+  virtual ~Pass() = default;
+  virtual llvm::StringRef name() const = 0;
+  /// Transforms `g` in place; returns true if it changed.
+  virtual llvm::Expected<bool> run(Graph &g) = 0;
+};
+
+using PassFactory =
+    std::function<llvm::Expected<std::unique_ptr<Pass>>(const PassOptions &)>;
+
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  PassFactory create;
+};
+
+/// Registers a pass (called from static registrars).
+void registerPass(PassInfo info);
+/// All registered passes, sorted by name.
+std::vector<const PassInfo *> registeredPasses();
+const PassInfo *lookupPass(llvm::StringRef name);
+
+struct PassRegistrar {
+  explicit PassRegistrar(PassInfo info) { registerPass(std::move(info)); }
+};
+
+} // namespace strata
