@@ -1,0 +1,56 @@
+//===- Device.h - The narrow backend interface -----------------------------===//
+//
+// A Device owns memory and runs op kernels asynchronously, in order (one
+// stream). The executor is backend-neutral: it allocates buffers, enqueues
+// copies and launches, and synchronizes. CPU and CUDA implement this.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+/// Per-launch facts a kernel may need beyond its operands.
+struct LaunchContext {
+  uint64_t seed = 0;  // dropout key
+  uint64_t step = 0;  // dropout counter word (training step)
+  uint64_t microbatch = 0;
+  const Mesh *mesh = nullptr;  // null for a serial graph
+  int64_t rank = 0;            // this device's rank in `mesh`
+};
+
+class Device {
+public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+
+  /// Does this device have a kernel for `node`? (Glow's isOpSupported.)
+  virtual bool supports(const Graph &g, const Node &node) const = 0;
+
+  virtual void *allocate(int64_t bytes) = 0;
+  virtual void deallocate(void *ptr) = 0;
+
+  /// Asynchronous copies, ordered with launches.
+  virtual void copyFromHost(void *dst, const void *src, int64_t bytes) = 0;
+  virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
+  virtual void fill(void *dst, int64_t bytes, int value) = 0;
+
+  /// Enqueues the kernel of `node`: operands[i] / results[i] point to device
+  /// buffers of the node's operand / result types.
+  virtual void launch(const Graph &g, const Node &node,
+                      llvm::ArrayRef<const void *> operands,
+                      llvm::ArrayRef<void *> results,
+                      const LaunchContext &ctx) = 0;
+
+  /// Waits for all enqueued work; returns the first kernel error, if any.
+  virtual llvm::Error synchronize() = 0;
+};
+
+} // namespace strata

@@ -1,0 +1,55 @@
+//===- HostTensor.h - An owning, typed host buffer -------------------------===//
+//
+// The currency of the runtime's host side: inputs fed to a program, outputs
+// read back, parameters saved in checkpoints. 64-byte aligned storage.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Types.h"
+
+#include <cstddef>
+#include <memory>
+
+namespace strata {
+
+class HostTensor {
+public:
+  HostTensor() = default;
+  /// Zero-initialized tensor of `type`.
+  explicit HostTensor(TensorType type);
+
+  const TensorType &type() const { return type_; }
+  DType dtype() const { return type_.dtype; }
+  llvm::ArrayRef<int64_t> shape() const { return type_.shape; }
+  int64_t numElements() const { return type_.numElements(); }
+  int64_t bytes() const { return type_.bytes(); }
+
+  void *raw() { return data_.get(); }
+  const void *raw() const { return data_.get(); }
+  template <typename T> T *data() { return static_cast<T *>(raw()); }
+  template <typename T> const T *data() const {
+    return static_cast<const T *>(raw());
+  }
+
+  /// Element i converted to double (any dtype but bf16/f16).
+  double get(int64_t i) const;
+  /// Sets element i from a double (any dtype but bf16/f16).
+  void set(int64_t i, double v);
+
+  /// A deep copy.
+  HostTensor clone() const;
+  /// A copy converted to `dtype` (between f32, f64, i32, i64).
+  HostTensor castTo(DType dtype) const;
+
+  static HostTensor scalar(double v, DType dtype = DType::F32);
+
+private:
+  struct FreeDeleter {
+    void operator()(void *p) const;
+  };
+  TensorType type_;
+  std::shared_ptr<std::byte> data_;
+};
+
+} // namespace strata

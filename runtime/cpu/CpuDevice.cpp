@@ -1,0 +1,113 @@
+//===- CpuDevice.cpp - A virtual CPU device with its own stream thread -----===//
+#include "runtime/cpu/CpuDevice.h"
+
+#include "llvm/Support/ErrorHandling.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace strata {
+
+CpuDevice::CpuDevice(int index) : index_(index) {
+  worker_ = std::thread([this] { workerLoop(); });
+}
+
+CpuDevice::~CpuDevice() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+std::string CpuDevice::name() const { return "cpu:" + std::to_string(index_); }
+
+bool CpuDevice::supports(const Graph &g, const Node &node) const {
+  return cpuKernelSupports(g, node);
+}
+
+void *CpuDevice::allocate(int64_t bytes) {
+  size_t n = (static_cast<size_t>(bytes) + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, n ? n : 64);
+  if (!p) llvm::report_fatal_error("cpu device: out of memory");
+  return p;
+}
+
+void CpuDevice::deallocate(void *ptr) { std::free(ptr); }
+
+void CpuDevice::copyFromHost(void *dst, const void *src, int64_t bytes) {
+  enqueue([=] {
+    std::memcpy(dst, src, bytes);
+    return llvm::Error::success();
+  });
+}
+
+void CpuDevice::copyToHost(void *dst, const void *src, int64_t bytes) {
+  copyFromHost(dst, src, bytes);
+}
+
+void CpuDevice::fill(void *dst, int64_t bytes, int value) {
+  enqueue([=] {
+    std::memset(dst, value, bytes);
+    return llvm::Error::success();
+  });
+}
+
+void CpuDevice::launch(const Graph &g, const Node &node,
+                       llvm::ArrayRef<const void *> operands,
+                       llvm::ArrayRef<void *> results,
+                       const LaunchContext &ctx) {
+  llvm::SmallVector<const void *, 8> ops(operands.begin(), operands.end());
+  llvm::SmallVector<void *, 4> res(results.begin(), results.end());
+  enqueue([&g, &node, ops, res, ctx] {
+    return runCpuKernel(g, node, ops, res, ctx);
+  });
+}
+
+void CpuDevice::enqueue(std::function<llvm::Error()> work) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(work));
+    ++pending_;
+  }
+  cv_.notify_all();
+}
+
+llvm::Error CpuDevice::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return pending_ == 0; });
+  if (firstError_.empty()) return llvm::Error::success();
+  std::string msg = std::move(firstError_);
+  firstError_.clear();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+void CpuDevice::workerLoop() {
+  while (true) {
+    std::function<llvm::Error()> work;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      work = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    // After an error the stream is poisoned: later work is skipped, as on a
+    // GPU stream after a fault, and synchronize() reports the first error.
+    bool skip;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      skip = !firstError_.empty();
+    }
+    llvm::Error e = skip ? llvm::Error::success() : work();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (e) firstError_ = llvm::toString(std::move(e));
+      --pending_;
+    }
+    cv_.notify_all();
+  }
+}
+
+} // namespace strata

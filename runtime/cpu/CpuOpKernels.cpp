@@ -1,0 +1,380 @@
+//===- CpuOpKernels.cpp - The CPU kernel of every op -----------------------===//
+//
+// One entry per op of ir/Ops.def (static_assert keeps the table complete),
+// each a thin adapter from (node, buffers) to runtime/kernels. Float ops run
+// in f32 and f64 (f64 serves finite-difference checks).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuDevice.h"
+
+#include "runtime/kernels/Kernels.h"
+
+#include <cstring>
+#include <span>
+
+namespace strata {
+namespace {
+namespace k = kernels;
+
+/// Everything a kernel adapter sees.
+struct Args {
+  const Graph &g;
+  const Node &node;
+  llvm::ArrayRef<const void *> in;
+  llvm::ArrayRef<void *> out;
+  const LaunchContext &ctx;
+
+  const TensorType &inType(int i) const { return g.type(node.operands[i]); }
+  const TensorType &outType(int i) const { return g.type(node.results[i]); }
+  std::span<const int64_t> inShape(int i) const {
+    const Shape &s = inType(i).shape;
+    return {s.data(), s.size()};
+  }
+  std::span<const int64_t> outShape(int i) const {
+    const Shape &s = outType(i).shape;
+    return {s.data(), s.size()};
+  }
+  template <typename T> const T *i(int n) const {
+    return static_cast<const T *>(in[n]);
+  }
+  template <typename T> T *o(int n) const { return static_cast<T *>(out[n]); }
+  const Attrs &attrs() const { return node.attrs; }
+};
+
+using KernelFn = llvm::Error (*)(const Args &);
+
+llvm::Error ok() { return llvm::Error::success(); }
+llvm::Error fail(const Args &a, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::Twine(opName(a.node.op)) + " (" +
+                                     a.node.scope + "): " + msg);
+}
+
+int64_t rows(llvm::ArrayRef<int64_t> shape) {
+  return shape.empty() ? 1 : numElements(shape.drop_back());
+}
+
+// Dispatches a float kernel body over f32 / f64 by the first operand's dtype
+// (or the first result's, for ops without operands).
+template <template <typename> class Body> llvm::Error floatDispatch(const Args &a) {
+  DType dt = a.node.operands.empty() ? a.outType(0).dtype : a.inType(0).dtype;
+  if (a.node.op == OpKind::CrossEntropyGrad) dt = a.inType(1).dtype;
+  if (dt == DType::F32) return Body<float>::run(a);
+  if (dt == DType::F64) return Body<double>::run(a);
+  return fail(a, "unsupported dtype " + dtypeName(dt));
+}
+
+k::UnaryOp unaryOpOf(const Node &n) {
+  switch (n.op) {
+  case OpKind::Neg: return k::UnaryOp::Neg;
+  case OpKind::Exp: return k::UnaryOp::Exp;
+  case OpKind::Log: return k::UnaryOp::Log;
+  case OpKind::Sqrt: return k::UnaryOp::Sqrt;
+  case OpKind::Rsqrt: return k::UnaryOp::Rsqrt;
+  case OpKind::Tanh: return k::UnaryOp::Tanh;
+  case OpKind::Sigmoid: return k::UnaryOp::Sigmoid;
+  case OpKind::Relu: case OpKind::ReluGrad: return k::UnaryOp::Relu;
+  case OpKind::Silu: case OpKind::SiluGrad: return k::UnaryOp::Silu;
+  case OpKind::Square: return k::UnaryOp::Square;
+  case OpKind::Gelu: case OpKind::GeluGrad:
+    return n.attrs.getString("approx", "tanh") == "none" ? k::UnaryOp::GeluErf
+                                                        : k::UnaryOp::GeluTanh;
+  default: llvm_unreachable("not a unary op");
+  }
+}
+
+k::BinaryOp binaryOpOf(OpKind op) {
+  switch (op) {
+  case OpKind::Add: return k::BinaryOp::Add;
+  case OpKind::Sub: return k::BinaryOp::Sub;
+  case OpKind::Mul: return k::BinaryOp::Mul;
+  case OpKind::Div: return k::BinaryOp::Div;
+  case OpKind::Maximum: return k::BinaryOp::Max;
+  case OpKind::Minimum: return k::BinaryOp::Min;
+  default: llvm_unreachable("not a binary op");
+  }
+}
+
+template <typename T> struct Unary {
+  static llvm::Error run(const Args &a) {
+    k::unaryFwd(unaryOpOf(a.node), a.i<T>(0), a.o<T>(0), a.inType(0).numElements());
+    return ok();
+  }
+};
+template <typename T> struct UnaryGrad {
+  static llvm::Error run(const Args &a) {
+    k::unaryBwd(unaryOpOf(a.node), a.i<T>(0), a.i<T>(1), a.o<T>(0),
+                a.inType(0).numElements());
+    return ok();
+  }
+};
+template <typename T> struct ScaleK {
+  static llvm::Error run(const Args &a) {
+    k::scale(a.i<T>(0), a.o<T>(0), a.inType(0).numElements(),
+             a.attrs().getFloat("value", 1.0));
+    return ok();
+  }
+};
+template <typename T> struct Binary {
+  static llvm::Error run(const Args &a) {
+    k::binaryFwd(binaryOpOf(a.node.op), a.i<T>(0), a.inShape(0), a.i<T>(1),
+                 a.inShape(1), a.o<T>(0), a.outShape(0));
+    return ok();
+  }
+};
+template <typename T> struct FillK {
+  static llvm::Error run(const Args &a) {
+    T v = static_cast<T>(a.attrs().getFloat("value"));
+    T *y = a.o<T>(0);
+    for (int64_t j = 0, n = a.outType(0).numElements(); j < n; ++j) y[j] = v;
+    return ok();
+  }
+};
+template <typename T> struct ReduceK {
+  static llvm::Error run(const Args &a) {
+    IntList axes = a.attrs().getInts("axes");
+    if (axes.empty())
+      for (int64_t d = 0; d < a.inType(0).rank(); ++d) axes.push_back(d);
+    k::ReduceOp op = a.node.op == OpKind::ReduceSum   ? k::ReduceOp::Sum
+                     : a.node.op == OpKind::ReduceMax ? k::ReduceOp::Max
+                                                      : k::ReduceOp::Mean;
+    k::reduce(op, a.i<T>(0), a.inShape(0), std::span<const int64_t>(axes),
+              a.o<T>(0));
+    return ok();
+  }
+};
+template <typename T> struct MatMulK {
+  static llvm::Error run(const Args &a) {
+    const TensorType &A = a.inType(0), &B = a.inType(1), &C = a.outType(0);
+    k::GemmArgs g;
+    g.transA = a.attrs().getBool("transpose_a");
+    g.transB = a.attrs().getBool("transpose_b");
+    g.M = C.shape[C.rank() - 2];
+    g.N = C.shape[C.rank() - 1];
+    g.K = A.shape[A.rank() - (g.transA ? 2 : 1)];
+    g.batch = rows(llvm::ArrayRef<int64_t>(C.shape).drop_back());
+    g.strideB = B.rank() == 2 ? 0 : -1;
+    k::matmul(a.i<T>(0), a.i<T>(1), a.o<T>(0), g);
+    return ok();
+  }
+};
+template <typename T> struct TransposeK {
+  static llvm::Error run(const Args &a) {
+    IntList perm = a.attrs().getInts("perm");
+    k::transpose(a.i<T>(0), a.inShape(0), std::span<const int64_t>(perm),
+                 a.o<T>(0));
+    return ok();
+  }
+};
+template <typename T> struct BroadcastK {
+  static llvm::Error run(const Args &a) {
+    k::broadcastTo(a.i<T>(0), a.inShape(0), a.o<T>(0), a.outShape(0));
+    return ok();
+  }
+};
+template <typename T> struct SliceK {
+  static llvm::Error run(const Args &a) {
+    int64_t dim = a.attrs().getInt("dim");
+    if (dim < 0) dim += a.inType(0).rank();
+    k::slice(a.i<T>(0), a.inShape(0), dim, a.attrs().getInt("start"),
+             a.attrs().getInt("size"), a.o<T>(0));
+    return ok();
+  }
+};
+template <typename T> struct ConcatK {
+  static llvm::Error run(const Args &a) {
+    int64_t dim = a.attrs().getInt("dim");
+    if (dim < 0) dim += a.outType(0).rank();
+    llvm::SmallVector<const T *, 4> xs;
+    llvm::SmallVector<int64_t, 4> sizes;
+    for (size_t j = 0; j < a.in.size(); ++j) {
+      xs.push_back(a.i<T>(j));
+      sizes.push_back(a.inType(j).shape[dim]);
+    }
+    k::concat(std::span<const T *const>(xs.data(), xs.size()),
+              std::span<const int64_t>(sizes.data(), sizes.size()),
+              a.outShape(0), dim, a.o<T>(0));
+    return ok();
+  }
+};
+template <typename T> struct LayerNormK {
+  static llvm::Error run(const Args &a) {
+    int64_t C = a.inType(0).shape.back();
+    k::layerNormFwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0),
+                    rows(a.inType(0).shape), C, a.attrs().getFloat("eps", 1e-5));
+    return ok();
+  }
+};
+template <typename T> struct LayerNormGradK {
+  static llvm::Error run(const Args &a) {
+    int64_t C = a.inType(1).shape.back();
+    k::layerNormBwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0), a.o<T>(1),
+                    a.o<T>(2), rows(a.inType(1).shape), C,
+                    a.attrs().getFloat("eps", 1e-5));
+    return ok();
+  }
+};
+template <typename T> struct RmsNormK {
+  static llvm::Error run(const Args &a) {
+    k::rmsNormFwd(a.i<T>(0), a.i<T>(1), a.o<T>(0), rows(a.inType(0).shape),
+                  a.inType(0).shape.back(), a.attrs().getFloat("eps", 1e-5));
+    return ok();
+  }
+};
+template <typename T> struct RmsNormGradK {
+  static llvm::Error run(const Args &a) {
+    k::rmsNormBwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0), a.o<T>(1),
+                  rows(a.inType(1).shape), a.inType(1).shape.back(),
+                  a.attrs().getFloat("eps", 1e-5));
+    return ok();
+  }
+};
+template <typename T> struct SoftmaxK {
+  static llvm::Error run(const Args &a) {
+    k::softmaxFwd(a.i<T>(0), a.o<T>(0), rows(a.inType(0).shape),
+                  a.inType(0).shape.back());
+    return ok();
+  }
+};
+template <typename T> struct SoftmaxGradK {
+  static llvm::Error run(const Args &a) {
+    k::softmaxBwd(a.i<T>(0), a.i<T>(1), a.o<T>(0), rows(a.inType(0).shape),
+                  a.inType(0).shape.back());
+    return ok();
+  }
+};
+template <typename T> struct CrossEntropyK {
+  static llvm::Error run(const Args &a) {
+    if (a.inType(1).dtype != DType::I32) return fail(a, "labels must be i32");
+    int64_t V = a.inType(0).shape.back();
+    *a.o<T>(0) = k::crossEntropyFwd(a.i<T>(0), a.i<int32_t>(1),
+                                    rows(a.inType(0).shape), V);
+    return ok();
+  }
+};
+template <typename T> struct CrossEntropyGradK {
+  static llvm::Error run(const Args &a) {
+    if (a.inType(2).dtype != DType::I32) return fail(a, "labels must be i32");
+    int64_t V = a.inType(1).shape.back();
+    k::crossEntropyBwd(*a.i<T>(0), a.i<T>(1), a.i<int32_t>(2), a.o<T>(0),
+                       rows(a.inType(1).shape), V);
+    return ok();
+  }
+};
+
+// Ops that only move bytes.
+llvm::Error copyK(const Args &a) {
+  std::memcpy(a.out[0], a.in[0], a.outType(0).bytes());
+  return ok();
+}
+
+llvm::Error iotaK(const Args &a) {
+  const TensorType &t = a.outType(0);
+  int64_t dim = a.attrs().getInt("dim");
+  if (dim < 0) dim += t.rank();
+  int64_t inner = numElements(llvm::ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
+  int64_t size = t.shape[dim];
+  for (int64_t j = 0, n = t.numElements(); j < n; ++j) {
+    int64_t v = (j / inner) % size;
+    if (t.dtype == DType::I32) a.o<int32_t>(0)[j] = int32_t(v);
+    else if (t.dtype == DType::I64) a.o<int64_t>(0)[j] = v;
+    else if (t.dtype == DType::F32) a.o<float>(0)[j] = float(v);
+    else if (t.dtype == DType::F64) a.o<double>(0)[j] = double(v);
+    else return fail(a, "unsupported dtype");
+  }
+  return ok();
+}
+
+llvm::Error castK(const Args &a) {
+  DType from = a.inType(0).dtype, to = a.outType(0).dtype;
+  int64_t n = a.inType(0).numElements();
+  auto load = [&](int64_t j) -> double {
+    switch (from) {
+    case DType::F32: return a.i<float>(0)[j];
+    case DType::F64: return a.i<double>(0)[j];
+    case DType::I32: return a.i<int32_t>(0)[j];
+    case DType::I64: return double(a.i<int64_t>(0)[j]);
+    default: return 0;
+    }
+  };
+  for (int64_t j = 0; j < n; ++j) {
+    double v = load(j);
+    switch (to) {
+    case DType::F32: a.o<float>(0)[j] = float(v); break;
+    case DType::F64: a.o<double>(0)[j] = v; break;
+    case DType::I32: a.o<int32_t>(0)[j] = int32_t(v); break;
+    case DType::I64: a.o<int64_t>(0)[j] = int64_t(v); break;
+    default: return fail(a, "unsupported cast");
+    }
+  }
+  return ok();
+}
+
+// Every op has a case and there is no default, so -Wswitch flags an op added
+// to ir/Ops.def without a CPU kernel decision. nullptr = not on this device.
+KernelFn kernelFor(OpKind op) {
+#define FLOAT(Body) &floatDispatch<Body>
+  switch (op) {
+  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+  case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
+  case OpKind::Relu: case OpKind::Gelu: case OpKind::Silu:
+  case OpKind::Square:
+    return FLOAT(Unary);
+  case OpKind::Scale: return FLOAT(ScaleK);
+  case OpKind::Cast: return castK;
+  case OpKind::GeluGrad: case OpKind::SiluGrad: case OpKind::ReluGrad:
+    return FLOAT(UnaryGrad);
+  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
+  case OpKind::Maximum: case OpKind::Minimum:
+    return FLOAT(Binary);
+  case OpKind::Fill: return FLOAT(FillK);
+  case OpKind::Iota: return iotaK;
+  case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean:
+    return FLOAT(ReduceK);
+  case OpKind::MatMul: return FLOAT(MatMulK);
+  case OpKind::Reshape: return copyK;
+  case OpKind::Transpose: return FLOAT(TransposeK);
+  case OpKind::Broadcast: return FLOAT(BroadcastK);
+  case OpKind::Slice: return FLOAT(SliceK);
+  case OpKind::Concat: return FLOAT(ConcatK);
+  case OpKind::Gather: return nullptr;
+  case OpKind::ScatterAdd: return nullptr;
+  case OpKind::LayerNorm: return FLOAT(LayerNormK);
+  case OpKind::LayerNormGrad: return FLOAT(LayerNormGradK);
+  case OpKind::RmsNorm: return FLOAT(RmsNormK);
+  case OpKind::RmsNormGrad: return FLOAT(RmsNormGradK);
+  case OpKind::Softmax: return FLOAT(SoftmaxK);
+  case OpKind::SoftmaxGrad: return FLOAT(SoftmaxGradK);
+  case OpKind::Attention: return nullptr;
+  case OpKind::AttentionGrad: return nullptr;
+  case OpKind::Rope: return nullptr;
+  case OpKind::Dropout: case OpKind::DropoutGrad: return nullptr;
+  case OpKind::CrossEntropy: return FLOAT(CrossEntropyK);
+  case OpKind::CrossEntropyGrad: return FLOAT(CrossEntropyGradK);
+  case OpKind::AdamWUpdate: return nullptr;
+  case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
+  case OpKind::AllToAll: case OpKind::BroadcastFrom: case OpKind::Send:
+  case OpKind::Recv:
+    return nullptr;
+  }
+#undef FLOAT
+  return nullptr;
+}
+} // namespace
+
+bool cpuKernelSupports(const Graph &g, const Node &node) {
+  return kernelFor(node.op) != nullptr;
+}
+
+llvm::Error runCpuKernel(const Graph &g, const Node &node,
+                         llvm::ArrayRef<const void *> operands,
+                         llvm::ArrayRef<void *> results,
+                         const LaunchContext &ctx) {
+  KernelFn fn = kernelFor(node.op);
+  if (!fn)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no CPU kernel for " + opName(node.op));
+  return fn(Args{g, node, operands, results, ctx});
+}
+
+} // namespace strata
