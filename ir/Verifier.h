@@ -13,6 +13,17 @@
 
 namespace strata {
 
+/// Checks every invariant above; the first violation is the error.
 llvm::Error verifyGraph(const Graph &g);
+
+/// Checks that the attributes an op's rules read (Ops.def) have the kind they
+/// expect, so typed getters cannot abort; unknown attributes are allowed.
+llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs);
+/// The same for graph-input attributes (`param`, `init`, `std`).
+llvm::Error verifyInputAttrs(const Attrs &attrs);
+/// Checks that `s` fits `type` on `mesh`: one entry per dim, axes that exist
+/// (each used once), split dims divisible by the product of their axis sizes.
+llvm::Error verifySharding(const Sharding &s, const TensorType &type,
+                           const Mesh *mesh);
 
 } // namespace strata
