@@ -3,8 +3,9 @@
 // A pass has a name, a one-line summary and a run() that transforms a graph in
 // place and says whether it changed it. Options come from the pipeline text
 // (`autodiff,spmd{tp=2,dp=2}`) as string key/values; a pass validates its own.
-// Passes register themselves once (STRATA_REGISTER_PASS) so strata-opt and the
-// compiler driver build pipelines from text.
+// Each pass file defines a `registerXPass()` that calls registerPass();
+// registerAllPasses() (passes/Pass.cpp) calls them all, so strata-opt and the
+// compiler driver build pipelines from text. See passes/PassManager.h.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -41,14 +42,12 @@ struct PassInfo {
   PassFactory create;
 };
 
-/// Registers a pass (called from static registrars).
+/// Registers a pass (called from a pass's registerXPass()).
 void registerPass(PassInfo info);
+/// Registers every pass of the project; safe to call more than once.
+void registerAllPasses();
 /// All registered passes, sorted by name.
 std::vector<const PassInfo *> registeredPasses();
 const PassInfo *lookupPass(llvm::StringRef name);
-
-struct PassRegistrar {
-  explicit PassRegistrar(PassInfo info) { registerPass(std::move(info)); }
-};
 
 } // namespace strata

@@ -1,0 +1,176 @@
+//===- PassManager.cpp - Runs a pipeline of passes -------------------------===//
+#include "passes/PassManager.h"
+
+#include "ir/IRText.h"
+#include "ir/Verifier.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+namespace strata {
+
+namespace {
+
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+// A cursor over pipeline text that reports errors with the column.
+class PipelineParser {
+public:
+  explicit PipelineParser(llvm::StringRef text) : text_(text) {}
+
+  llvm::Expected<std::vector<PipelineEntry>> parse() {
+    std::vector<PipelineEntry> out;
+    if (text_.trim().empty()) return out;
+    do {
+      PipelineEntry entry;
+      auto name = word("a pass name");
+      if (!name) return name.takeError();
+      entry.name = *name;
+      if (peek() == '{') {
+        ++pos_;
+        do {
+          auto key = word("an option name");
+          if (!key) return key.takeError();
+          if (peek() != '=') return error("expected '=' after option '" + *key + "'");
+          ++pos_;
+          auto value = word("an option value");
+          if (!value) return value.takeError();
+          if (!entry.options.try_emplace(*key, *value).second)
+            return error("option '" + *key + "' is given twice");
+        } while (accept(','));
+        if (!accept('}')) return error("expected ',' or '}'");
+      }
+      out.push_back(std::move(entry));
+    } while (accept(','));
+    skipSpace();
+    if (pos_ != text_.size()) return error("expected ',' or the end");
+    return out;
+  }
+
+private:
+  char peek() {
+    skipSpace();
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
+  bool accept(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void skipSpace() {
+    while (pos_ < text_.size() && llvm::isSpace(text_[pos_])) ++pos_;
+  }
+  // A run of characters other than `,{}=`, trimmed; names are checked too.
+  llvm::Expected<std::string> word(const char *what) {
+    skipSpace();
+    size_t start = pos_;
+    while (pos_ < text_.size() && !llvm::StringRef(",{}=").contains(text_[pos_]))
+      ++pos_;
+    llvm::StringRef w = text_.slice(start, pos_).rtrim();
+    if (w.empty()) {
+      pos_ = start;
+      return error(llvm::Twine("expected ") + what);
+    }
+    bool isName = llvm::StringRef(what) != "an option value";
+    if (isName && !llvm::all_of(w, [](char c) {
+          return llvm::isAlnum(c) || c == '-' || c == '_';
+        })) {
+      pos_ = start;
+      return error(llvm::Twine("'") + w + "' is not a valid name");
+    }
+    return w.str();
+  }
+  llvm::Error error(const llvm::Twine &msg) {
+    return err("invalid pass pipeline '" + text_ + "' at column " +
+               llvm::Twine(pos_ + 1) + ": " + msg);
+  }
+
+  llvm::StringRef text_;
+  size_t pos_ = 0;
+};
+
+} // namespace
+
+llvm::Expected<std::vector<PipelineEntry>> parsePipeline(llvm::StringRef text) {
+  return PipelineParser(text).parse();
+}
+
+llvm::Error checkPassOptions(llvm::StringRef pass, const PassOptions &options,
+                             llvm::ArrayRef<llvm::StringRef> known) {
+  for (const auto &opt : options) {
+    if (llvm::is_contained(known, opt.getKey())) continue;
+    std::string list = known.empty() ? "it takes none"
+                                     : "known: " + llvm::join(known, ", ");
+    return err("pass '" + pass + "' has no option '" + opt.getKey() + "' (" +
+               list + ")");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::addPipeline(llvm::StringRef text) {
+  auto entries = parsePipeline(text);
+  if (!entries) return entries.takeError();
+  for (PipelineEntry &entry : *entries) {
+    const PassInfo *info = lookupPass(entry.name);
+    if (!info)
+      return err("unknown pass '" + entry.name + "' (see strata-opt --list-passes)");
+    auto pass = info->create(entry.options);
+    if (!pass) return pass.takeError();
+    addPass(std::move(*pass));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PassManager::afterPass(const Graph &g, size_t index, bool changed) {
+  llvm::StringRef name = index ? passes_[index - 1]->name() : "input";
+  if (index && (options_.printIrAfter == "all" || options_.printIrAfter == name)) {
+    log_ << "# IR after " << name << (changed ? "" : " (unchanged)") << "\n";
+    printGraph(log_, g);
+  }
+  if (!options_.dumpDir.empty()) {
+    llvm::SmallString<128> path(options_.dumpDir);
+    llvm::sys::path::append(path, (index < 10 ? "0" : "") + std::to_string(index) +
+                                      "-" + name + ".ir");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    if (!ec) {
+      printGraph(os, g);
+      os.close();
+      ec = os.error();
+    }
+    if (ec) return err("cannot write '" + path + "' (" + ec.message() + ")");
+  }
+  if (!options_.verifyEach) return llvm::Error::success();
+  if (auto e = verifyGraph(g)) {
+    std::string when = index ? "after pass '" + name.str() + "'" : "on the input graph";
+    return err("verifier failed " + when + ": " + toString(std::move(e)));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<bool> PassManager::run(Graph &g) {
+  const std::string &only = options_.printIrAfter;
+  if (!only.empty() && only != "all" &&
+      llvm::none_of(passes_, [&](const auto &p) { return p->name() == only; }))
+    return err("--print-ir-after: no pass '" + only + "' in the pipeline");
+  if (!options_.dumpDir.empty())
+    if (std::error_code ec = llvm::sys::fs::create_directories(options_.dumpDir))
+      return err("cannot create dump directory '" + options_.dumpDir + "' (" +
+                 ec.message() + ")");
+  if (auto e = afterPass(g, 0, false)) return e;
+  bool changedAny = false;
+  for (size_t i = 0; i < passes_.size(); ++i) {
+    auto changed = passes_[i]->run(g);
+    if (!changed)
+      return err("pass '" + passes_[i]->name() + "': " +
+                 toString(changed.takeError()));
+    changedAny |= *changed;
+    if (auto e = afterPass(g, i + 1, *changed)) return e;
+  }
+  return changedAny;
+}
+
+} // namespace strata

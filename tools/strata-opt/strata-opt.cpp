@@ -1,0 +1,142 @@
+//===- strata-opt.cpp - Runs passes on IR text (the mlir-opt of strata) ----===//
+//
+//   strata-opt FILE.ir --passes=a,b{k=v} [--print-ir-after=NAME|all]
+//              [--dump-dir=DIR] [--no-verify] [--split-input-file] [-o OUT]
+//
+// Reads one graph (or, with --split-input-file, one per `# -----` chunk),
+// runs the pipeline and prints the result. Errors go to stderr as
+// `file:line:col: error: ...` (or `file: error: ...` for pass errors) and exit
+// with 1; the output file is only written when every chunk succeeded.
+//
+//===----------------------------------------------------------------------===//
+#include "ir/IRText.h"
+#include "passes/PassManager.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+namespace cl = llvm::cl;
+using namespace strata;
+
+static cl::OptionCategory optCategory("strata-opt options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::init("-"),
+                                      cl::desc("<input .ir file, - for stdin>"),
+                                      cl::cat(optCategory));
+static cl::opt<std::string> outputFile("o", cl::init("-"),
+                                       cl::desc("Output file (default stdout)"),
+                                       cl::value_desc("file"), cl::cat(optCategory));
+static cl::opt<std::string> passPipeline(
+    "passes", cl::desc("Pass pipeline, e.g. 'dce' or 'spmd{tp=2,dp=2},dce'"),
+    cl::value_desc("pipeline"), cl::cat(optCategory));
+static cl::opt<std::string> printIrAfter(
+    "print-ir-after", cl::desc("Print the IR to stderr after this pass (or 'all')"),
+    cl::value_desc("pass|all"), cl::cat(optCategory));
+static cl::opt<std::string> dumpDir(
+    "dump-dir", cl::desc("Write the IR before and after each pass as NN-<pass>.ir"),
+    cl::value_desc("dir"), cl::cat(optCategory));
+static cl::opt<bool> noVerify("no-verify",
+                              cl::desc("Do not run the verifier between passes"),
+                              cl::cat(optCategory));
+static cl::opt<bool> splitInputFile(
+    "split-input-file",
+    cl::desc("Process each '# -----' chunk of the input separately"),
+    cl::cat(optCategory));
+static cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes"),
+                                cl::cat(optCategory));
+
+namespace {
+
+// Splits at lines that are `# -----`. Each chunk keeps its place in the file
+// (earlier lines become empty) so error line numbers match the whole file.
+std::vector<std::string> splitChunks(llvm::StringRef text) {
+  std::vector<std::string> chunks(1);
+  size_t line = 0, chunkStart = 0;
+  while (!text.empty()) {
+    auto [l, rest] = text.split('\n');
+    if (l.trim().startswith("# -----")) {
+      chunkStart = line + 1;
+      chunks.emplace_back(chunkStart, '\n');
+    } else {
+      chunks.back() += l.str() + "\n";
+    }
+    text = rest;
+    ++line;
+  }
+  return chunks;
+}
+
+// Parses and transforms one chunk; returns the printed result.
+llvm::Expected<std::string> processChunk(llvm::StringRef text,
+                                         llvm::StringRef bufferName) {
+  auto graph = parseGraph(text, bufferName);
+  if (!graph) return graph.takeError();
+  PassManagerOptions options;
+  options.verifyEach = !noVerify;
+  options.printIrAfter = printIrAfter;
+  options.dumpDir = dumpDir;
+  PassManager pm(std::move(options));
+  auto fail = [&](llvm::Error e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   bufferName + ": error: " + toString(std::move(e)));
+  };
+  if (auto e = pm.addPipeline(passPipeline)) return fail(std::move(e));
+  auto changed = pm.run(*graph);
+  if (!changed) return fail(changed.takeError());
+  return graphToString(*graph);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  registerAllPasses();
+  cl::HideUnrelatedOptions(optCategory);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "strata-opt: runs strata passes on IR text\n");
+  if (listPasses) {
+    for (const PassInfo *info : registeredPasses())
+      llvm::outs() << "  " << info->name << " - " << info->summary << "\n";
+    return 0;
+  }
+  if (auto e = PassManager().addPipeline(passPipeline)) {
+    llvm::errs() << "strata-opt: error: " << toString(std::move(e)) << "\n";
+    return 1;
+  }
+  if (splitInputFile && !dumpDir.empty()) {
+    llvm::errs() << "strata-opt: error: --dump-dir cannot be combined with "
+                    "--split-input-file\n";
+    return 1;
+  }
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buf) {
+    llvm::errs() << inputFile << ": error: cannot open file ("
+                 << buf.getError().message() << ")\n";
+    return 1;
+  }
+  std::string bufferName = inputFile == "-" ? "<stdin>" : inputFile.getValue();
+  llvm::StringRef text = (*buf)->getBuffer();
+  std::vector<std::string> chunks =
+      splitInputFile ? splitChunks(text) : std::vector<std::string>{text.str()};
+
+  std::string output;
+  bool failed = false;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    auto result = processChunk(chunks[i], bufferName);
+    if (!result) {
+      llvm::errs() << toString(result.takeError()) << "\n";
+      failed = true;
+      continue;
+    }
+    if (i) output += "# -----\n";
+    output += *result;
+  }
+  if (failed) return 1;
+  if (auto e = llvm::writeToOutput(outputFile, [&](llvm::raw_ostream &os) {
+        os << output;
+        return llvm::Error::success();
+      })) {
+    llvm::errs() << outputFile << ": error: cannot write output ("
+                 << toString(std::move(e)) << ")\n";
+    return 1;
+  }
+  return 0;
+}
