@@ -1,0 +1,78 @@
+//===- AtomicFile.cpp - All-or-nothing file replacement -------------------===//
+#include "runtime/io/AtomicFile.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace strata {
+
+static llvm::Error fail(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::string atomicTempPath(llvm::StringRef path) {
+  return (path + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
+      .str();
+}
+
+/// Writes, flushes and syncs `fd`, which is open on `tmp`.
+static llvm::Error
+writeAndSync(int fd, llvm::StringRef tmp,
+             llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  llvm::raw_fd_ostream os(fd, /*shouldClose=*/false);
+  llvm::Error err = write(os);
+  os.flush();
+  if (!err && os.has_error())
+    err = fail("cannot write '" + tmp + "': " + os.error().message());
+  // An unreported stream error aborts in ~raw_fd_ostream; it is reported above
+  // or superseded by the writer's own error.
+  os.clear_error();
+  if (err)
+    return err;
+  if (::fsync(fd) != 0)
+    return fail("cannot flush '" + tmp + "' to disk: " + std::strerror(errno));
+  return llvm::Error::success();
+}
+
+/// Makes a completed rename durable; best effort, as some file systems
+/// cannot sync a directory.
+static void syncParentDirectory(llvm::StringRef path) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  std::string dirPath = dir.empty() ? "." : dir.str();
+  int fd = ::open(dirPath.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
+llvm::Error
+writeFileAtomically(llvm::StringRef path,
+                    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  std::string tmp = atomicTempPath(path);
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForWrite(tmp, fd))
+    return fail("cannot create '" + tmp + "': " + ec.message());
+  llvm::Error err = writeAndSync(fd, tmp, write);
+  if (::close(fd) != 0 && !err)
+    err = fail("cannot write '" + tmp + "': " + std::strerror(errno));
+  if (!err)
+    if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
+      err = fail("cannot rename '" + tmp + "' to '" + path +
+                 "': " + ec.message());
+  if (err) {
+    llvm::sys::fs::remove(tmp);
+    return err;
+  }
+  syncParentDirectory(path);
+  return llvm::Error::success();
+}
+
+} // namespace strata
