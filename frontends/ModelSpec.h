@@ -1,0 +1,71 @@
+//===- ModelSpec.h - Loading, checking and resolving model specs ----------===//
+//
+// A model spec is a text protobuf (proto/model_spec.proto). Loading it reports
+// syntax errors, unknown fields and bad values, then checks the semantic
+// constraints (sizes positive, heads dividing hidden, ...). Every error reads
+// `file:line:col: error: <what> (<why>; <fix>)`, pointing at the field.
+// Resolving applies the family defaults and yields the sizes the frontends
+// build from.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "proto/model_spec.pb.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace strata {
+
+/// A checked spec with every default resolved.
+struct ModelConfig {
+  pb::ModelSpec::Family family = pb::ModelSpec::GPT;
+  std::string name;
+  int64_t vocab = 0;        // real vocabulary
+  int64_t paddedVocab = 0;  // Megatron-padded: rows of wte, columns of the head
+  int64_t hidden = 0;
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t kvHeads = 0;
+  int64_t headDim = 0;
+  int64_t ffn = 0;
+  int64_t seq = 0;
+  int64_t microBatch = 0;
+  double dropout = 0;
+  double normEps = 0;
+  double ropeTheta = 0;
+  double initStd = 0;
+  bool tieEmbeddings = false;
+
+  bool isGPT() const { return family == pb::ModelSpec::GPT; }
+  /// "gpt" or "llama".
+  llvm::StringRef familyName() const;
+};
+
+/// Parses and checks spec text; `bufferName` prefixes error locations.
+/// All errors found are returned, one per line.
+llvm::Expected<pb::ModelSpec> parseModelSpec(llvm::StringRef text,
+                                             llvm::StringRef bufferName);
+
+/// Reads, parses and checks a spec file.
+llvm::Expected<pb::ModelSpec> loadModelSpec(llvm::StringRef path);
+
+/// Checks the semantic constraints of a spec that has no text (e.g. the one
+/// stored in a plan); errors read `<name>: error: ...`.
+llvm::Error checkModelSpec(const pb::ModelSpec &spec, llvm::StringRef name);
+
+/// Applies defaults. `spec` must have passed the checks.
+ModelConfig resolveModelSpec(const pb::ModelSpec &spec);
+
+/// Megatron's padding: ceil(vocab / multiple) * multiple.
+int64_t padVocabSize(int64_t vocab, int64_t multiple);
+
+/// The default MLP width: 4H for GPT; for Llama 2/3 * 4H rounded up to a
+/// multiple of `multipleOf` (Llama's FeedForward).
+int64_t defaultFfn(pb::ModelSpec::Family family, int64_t hidden,
+                   int64_t multipleOf);
+
+} // namespace strata
