@@ -75,7 +75,8 @@ template <typename T>
 void attentionFwd(const T *q, const T *k, const T *v, T *out,
                   const AttentionDims &dims, bool causal, double scale) {
   checkDims(dims, "attentionFwd");
-  auto [B, S, Hq, Hkv, D] = dims;
+  // Plain locals, not a structured binding: clang < 16 cannot capture those.
+  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   int64_t group = Hq / Hkv;
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
@@ -105,7 +106,8 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
                   T *dk, T *dv, const AttentionDims &dims, bool causal,
                   double scale) {
   checkDims(dims, "attentionBwd");
-  auto [B, S, Hq, Hkv, D] = dims;
+  // Plain locals, not a structured binding: clang < 16 cannot capture those.
+  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   int64_t group = Hq / Hkv;
   // With group > 1 several tasks feed one kv head: each task writes its own
