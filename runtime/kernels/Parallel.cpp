@@ -23,8 +23,21 @@ int defaultNumThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+void setBlasThreads(int n) {
+#ifdef OPENBLAS_VERSION
+  openblas_set_num_threads(n);
+#endif
+}
+
 std::atomic<int> &numThreadsSlot() {
-  static std::atomic<int> slot{defaultNumThreads()};
+  static std::atomic<int> slot{[] {
+    int n = defaultNumThreads();
+    // An explicit STRATA_NUM_THREADS bounds OpenBLAS too; otherwise OpenBLAS
+    // keeps its own default (OPENBLAS_NUM_THREADS or all cores).
+    if (std::getenv("STRATA_NUM_THREADS"))
+      setBlasThreads(n);
+    return n;
+  }()};
   return slot;
 }
 
@@ -33,9 +46,7 @@ std::atomic<int> &numThreadsSlot() {
 void setNumThreads(int n) {
   n = std::max(n, 1);
   numThreadsSlot().store(n, std::memory_order_relaxed);
-#ifdef OPENBLAS_VERSION
-  openblas_set_num_threads(n);
-#endif
+  setBlasThreads(n);
 }
 
 int getNumThreads() { return numThreadsSlot().load(std::memory_order_relaxed); }

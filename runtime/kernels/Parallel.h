@@ -20,7 +20,9 @@
 namespace strata::kernels {
 
 /// Sets the number of threads kernels may use (clamped to >= 1). Also sets
-/// OpenBLAS's thread count so GEMMs obey the same knob.
+/// OpenBLAS's thread count so GEMMs obey the same knob. A process that runs
+/// several ranks as threads, each calling kernels, should give each a share
+/// (cores / ranks): every calling thread gets its own team of this size.
 void setNumThreads(int n);
 
 /// The current thread count. Defaults to $STRATA_NUM_THREADS when set to a
