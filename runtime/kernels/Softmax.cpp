@@ -19,12 +19,13 @@ template <typename T> T rowMax(const T *row, int64_t C) {
   return m;
 }
 
-/// log(sum(exp(row))) computed as max + log(sum(exp(row - max))).
+/// log(sum(exp(row))) computed as max + log(sum(exp(row - max))). The
+/// exponentials are in T (each exact to T's precision), the sum in double.
 template <typename T> double logSumExp(const T *row, int64_t C) {
   T m = rowMax(row, C);
   double sum = 0;
   for (int64_t c = 0; c < C; ++c)
-    sum += std::exp(double(row[c] - m));
+    sum += std::exp(row[c] - m);
   return double(m) + std::log(sum);
 }
 
@@ -110,11 +111,18 @@ void crossEntropyBwd(T dloss, const T *logits, const int32_t *labels,
         std::fill(drow, drow + V, T(0));
         continue;
       }
-      double lse = logSumExp(row, V);
-      // Read before the loop: dlogits may alias logits.
-      double pLabel = std::exp(double(row[label]) - lse);
+      // lse = m + log(sum), applied as (row[c] - m) - log(sum): with logits
+      // ~1e4, rounding lse itself to T would cost ~1e-3 absolute in the
+      // exponent; the split keeps the rounding relative to O(1) terms.
+      T m = rowMax(row, V);
+      double sum = 0;
       for (int64_t c = 0; c < V; ++c)
-        drow[c] = static_cast<T>(g * std::exp(double(row[c]) - lse));
+        sum += std::exp(row[c] - m);
+      T logSum = static_cast<T>(std::log(sum)), gT = static_cast<T>(g);
+      // Read before the loop: dlogits may alias logits.
+      double pLabel = std::exp(double(row[label] - m) - std::log(sum));
+      for (int64_t c = 0; c < V; ++c)
+        drow[c] = gT * std::exp((row[c] - m) - logSum);
       drow[label] = static_cast<T>(g * (pLabel - 1.0));
     }
   });
