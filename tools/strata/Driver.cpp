@@ -1,0 +1,81 @@
+//===- Driver.cpp - Spec -> plan, and loading what the verbs read ----------===//
+#include "tools/strata/Driver.h"
+
+#include "frontends/ModelStats.h"
+#include "frontends/Models.h"
+#include "ir/Verifier.h"
+#include "proto/GraphProto.h"
+#include "proto/PlanFile.h"
+
+#include "llvm/Support/Path.h"
+
+namespace strata {
+
+llvm::Expected<pb::Plan> compilePlan(const pb::ModelSpec &spec) {
+  ModelConfig c = resolveModelSpec(spec);
+  Graph g = buildModelGraph(c);
+  if (llvm::Error e = verifyGraph(g))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "internal error: the " + c.familyName() +
+            " frontend built an invalid graph: " + toString(std::move(e)));
+  pb::Plan plan;
+  plan.set_format_version(kPlanFormatVersion);
+  plan.set_strata_version(kStrataVersion);
+  *plan.mutable_model() = spec;
+  pb::ModelInfo *info = plan.mutable_info();
+  info->set_vocab_size(c.vocab);
+  info->set_padded_vocab_size(c.paddedVocab);
+  info->set_head_dim(c.headDim);
+  info->set_kv_heads(c.kvHeads);
+  info->set_ffn(c.ffn);
+  info->set_tie_embeddings(c.tieEmbeddings);
+  info->set_num_params(countParams(g).total);
+  *plan.mutable_logical_graph() = graphToProto(g);
+  return plan;
+}
+
+bool isSpecPath(llvm::StringRef path) {
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  return ext == ".textproto" || ext == ".txtpb" || ext == ".pbtxt";
+}
+
+llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
+  LoadedPlan out;
+  if (isSpecPath(path)) {
+    auto spec = loadModelSpec(path);
+    if (!spec) return spec.takeError();
+    auto plan = compilePlan(*spec);
+    if (!plan) return plan.takeError();
+    out.plan = std::move(*plan);
+  } else {
+    auto plan = readPlanFile(path);
+    if (!plan) return plan.takeError();
+    out.plan = std::move(*plan);
+    if (llvm::Error e = checkModelSpec(out.plan.model(), path))
+      return e;
+  }
+  auto graph = graphFromProto(out.plan.logical_graph());
+  if (!graph)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": error: " +
+                                       toString(graph.takeError()));
+  if (llvm::Error e = verifyGraph(*graph))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   path + ": error: invalid plan graph: " +
+                                       toString(std::move(e)));
+  out.graph = std::move(*graph);
+  out.config = resolveModelSpec(out.plan.model());
+  return out;
+}
+
+std::string withCommas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+} // namespace strata

@@ -1,0 +1,42 @@
+//===- Driver.h - Spec -> plan, and loading what the verbs read ------------===//
+//
+// The steps shared by the verbs: compile a model spec into a Plan, and load
+// either a plan file or a spec (compiled in memory) with its graph and
+// resolved config.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontends/ModelSpec.h"
+#include "ir/Graph.h"
+#include "proto/strata.pb.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace strata {
+
+/// Builds and verifies the logical graph of `spec` (already checked) and
+/// packs it into a Plan with the current format version.
+llvm::Expected<pb::Plan> compilePlan(const pb::ModelSpec &spec);
+
+/// A plan with its graph rebuilt and its model config resolved.
+struct LoadedPlan {
+  pb::Plan plan;
+  Graph graph;
+  ModelConfig config;
+};
+
+/// True if `path` names a model spec (.textproto, .txtpb, .pbtxt) rather than
+/// a plan file.
+bool isSpecPath(llvm::StringRef path);
+
+/// Loads a plan file, or compiles a spec in memory.
+llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path);
+
+/// 124439808 -> "124,439,808".
+std::string withCommas(int64_t n);
+
+} // namespace strata

@@ -1,0 +1,199 @@
+//===- Inspect.cpp - `strata inspect (FILE.plan|SPEC)` ---------------------===//
+//
+// Prints what a plan (or a spec, compiled in memory) contains: a summary
+// table by default, or the IR text (--ir), a JSON summary (--json) or a
+// Graphviz drawing of the graph (--dot).
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/ModelStats.h"
+#include "ir/IRText.h"
+#include "tools/strata/Dot.h"
+#include "tools/strata/Driver.h"
+#include "tools/strata/Verb.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace strata {
+namespace {
+
+cl::SubCommand inspectCmd("inspect",
+                          "Summarize a plan or a model spec (params, FLOPs, graph)");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                               cl::desc("<plan file or model spec .textproto>"),
+                               cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printIR("ir", cl::desc("Print the logical graph as IR text"),
+                      cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printJson("json", cl::desc("Print the summary as JSON"),
+                        cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printDot("dot",
+                       cl::desc("Print the logical graph for Graphviz "
+                                "(nodes: op and shape; clusters: layers)"),
+                       cl::sub(inspectCmd), cl::cat(strataCategory()));
+
+/// 4.7e9 -> "4.70 GFLOP".
+std::string flops(double f) {
+  const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
+  int u = 0;
+  while (f >= 1000 && u < 6) f /= 1000, ++u;
+  std::string s;
+  raw_string_ostream os(s);
+  os << format("%.3g ", f) << units[u] << "FLOP";
+  return s;
+}
+
+/// Sequences per optimizer step on one data-parallel rank.
+int64_t sequencesPerStep(const LoadedPlan &p) {
+  return p.config.microBatch * p.plan.model().training().grad_accum();
+}
+
+struct GraphCounts {
+  int64_t nodes, values, params, dataInputs;
+};
+
+GraphCounts graphCounts(const Graph &g) {
+  int64_t params = static_cast<int64_t>(g.params().size());
+  return {static_cast<int64_t>(g.nodes().size()),
+          static_cast<int64_t>(g.numValues()), params,
+          static_cast<int64_t>(g.inputs().size()) - params};
+}
+
+void printSummary(raw_ostream &os, const LoadedPlan &p) {
+  const ModelConfig &c = p.config;
+  const pb::ModelSpec &spec = p.plan.model();
+  ParamStats ps = countParams(p.graph);
+  GraphCounts gc = graphCounts(p.graph);
+  auto row = [&](StringRef label, const Twine &value) {
+    os << "  " << left_justify(label, 14) << value << '\n';
+  };
+  auto count = [&](StringRef label, int64_t n, StringRef note = "") {
+    os << "    " << left_justify(label, 18) << right_justify(withCommas(n), 15)
+       << (note.empty() ? "" : "  ") << note << '\n';
+  };
+
+  os << "model " << (spec.name().empty() ? c.familyName() : StringRef(spec.name()))
+     << '\n';
+  row("family", c.isGPT() ? "GPT" : "Llama");
+  row("plan format", Twine(p.plan.format_version()) + " (strata " +
+                         p.plan.strata_version() + ")");
+  row("hidden", Twine(c.hidden));
+  row("layers", Twine(c.layers));
+  row("heads", Twine(c.heads) + " (kv " + Twine(c.kvHeads) + ", head_dim " +
+                   Twine(c.headDim) + ")");
+  row("ffn", Twine(c.ffn));
+  row("seq_len", Twine(c.seq));
+  row("micro_batch", Twine(c.microBatch));
+  row("vocab", Twine(c.vocab) + " real, " + Twine(c.paddedVocab) +
+                   " padded (multiple of " +
+                   Twine(spec.make_vocab_size_divisible_by()) + ")");
+  row("embeddings", c.tieEmbeddings ? "tied (logits = x @ wte^T)"
+                                    : "untied (lm_head.w)");
+  if (c.dropout > 0) row("dropout", formatv("{0}", c.dropout).str());
+
+  os << "parameters\n";
+  count("embedding", ps.embedding, c.isGPT() ? "wte, wpe" : "wte");
+  bool uniform = llvm::all_of(ps.layers, [&](const LayerParams &l) {
+    return l.attention == ps.layers[0].attention && l.mlp == ps.layers[0].mlp &&
+           l.norms == ps.layers[0].norms;
+  });
+  for (size_t i = 0; i < ps.layers.size(); ++i) {
+    const LayerParams &l = ps.layers[i];
+    std::string label = uniform ? "per layer" : "layer " + std::to_string(i);
+    count(label, l.total(),
+          uniform ? "x " + std::to_string(ps.layers.size()) + " = " +
+                        withCommas(l.total() * int64_t(ps.layers.size()))
+                  : "");
+    count("  attention", l.attention);
+    count("  mlp", l.mlp);
+    count("  norms", l.norms);
+    if (uniform) break;
+  }
+  count("final norm", ps.finalNorm);
+  count("lm head", ps.head, c.tieEmbeddings ? "tied to wte" : "");
+  if (ps.other) count("other", ps.other);
+  count("total", ps.total);
+
+  int64_t seqs = sequencesPerStep(p);
+  os << "FLOPs (Megatron-LM formula: forward + backward + recompute)\n";
+  row("per token", flops(megatronFlopsPerToken(c)));
+  row("per step", flops(megatronFlopsPerStep(c, seqs)) + " (" + Twine(seqs) +
+                      " x " + Twine(c.seq) + " tokens)");
+  os << "graph\n";
+  row("nodes", Twine(gc.nodes));
+  row("values", Twine(gc.values) + " (" + Twine(gc.params) + " params, " +
+                    Twine(gc.dataInputs) + " data inputs)");
+}
+
+json::Value summaryJson(const LoadedPlan &p) {
+  const ModelConfig &c = p.config;
+  ParamStats ps = countParams(p.graph);
+  GraphCounts gc = graphCounts(p.graph);
+  json::Array layers;
+  for (const LayerParams &l : ps.layers)
+    layers.push_back(json::Object{{"attention", l.attention},
+                                  {"mlp", l.mlp},
+                                  {"norms", l.norms},
+                                  {"total", l.total()}});
+  int64_t seqs = sequencesPerStep(p);
+  return json::Object{
+      {"name", p.plan.model().name()},
+      {"family", c.familyName()},
+      {"format_version", int64_t(p.plan.format_version())},
+      {"strata_version", p.plan.strata_version()},
+      {"hidden", c.hidden},
+      {"layers", c.layers},
+      {"heads", c.heads},
+      {"kv_heads", c.kvHeads},
+      {"head_dim", c.headDim},
+      {"ffn", c.ffn},
+      {"seq_len", c.seq},
+      {"micro_batch", c.microBatch},
+      {"vocab_size", c.vocab},
+      {"padded_vocab_size", c.paddedVocab},
+      {"tie_embeddings", c.tieEmbeddings},
+      {"dropout", c.dropout},
+      {"params",
+       json::Object{{"embedding", ps.embedding},
+                    {"layers", std::move(layers)},
+                    {"final_norm", ps.finalNorm},
+                    {"head", ps.head},
+                    {"other", ps.other},
+                    {"total", ps.total}}},
+      {"flops",
+       json::Object{{"formula", "megatron: 96*B*s*l*h^2*(1 + s/(6h) + "
+                                "V/(16lh)), forward + backward + recompute"},
+                    {"per_token", megatronFlopsPerToken(c)},
+                    {"per_step", megatronFlopsPerStep(c, seqs)},
+                    {"sequences_per_step", seqs}}},
+      {"graph", json::Object{{"nodes", gc.nodes},
+                             {"values", gc.values},
+                             {"params", gc.params},
+                             {"data_inputs", gc.dataInputs}}},
+  };
+}
+
+int runInspect() {
+  if (int(printIR) + int(printJson) + int(printDot) > 1) {
+    WithColor::error(errs(), "strata inspect")
+        << "--ir, --json and --dot are exclusive (pick one)\n";
+    return kExitUserError;
+  }
+  auto loaded = loadPlanOrSpec(inputPath);
+  if (!loaded) return reportError(loaded.takeError());
+  if (printIR) printGraph(outs(), loaded->graph);
+  else if (printJson) outs() << formatv("{0:2}", summaryJson(*loaded)) << '\n';
+  else if (printDot) printGraphDot(outs(), loaded->graph);
+  else printSummary(outs(), *loaded);
+  return kExitOk;
+}
+
+VerbRegistration reg(inspectCmd, runInspect);
+
+} // namespace
+} // namespace strata
