@@ -8,6 +8,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 
@@ -155,6 +156,7 @@ public:
     if (f.tree) {
       const gp::FieldDescriptor *fd =
           f.msg.GetDescriptor()->FindFieldByName(field);
+      assert(fd && "checking a field the schema does not have");
       gp::TextFormat::ParseLocation l = f.tree->GetLocation(fd, -1);
       if (l.line >= 0)
         loc += ":" + std::to_string(l.line + 1) + ":" +
