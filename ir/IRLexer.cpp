@@ -15,7 +15,7 @@ bool isNameChar(char c) { return isIdentChar(c) || c == '.'; }
 std::string Token::describe() const {
   switch (kind) {
   case TokKind::Eof: return "end of file";
-  case TokKind::Comment: return "comment '#" + text + "'";
+  case TokKind::Comment: return "comment '# " + text + "'";
   case TokKind::ValueName: return "'%" + text + "'";
   case TokKind::GraphName: return "'@" + text + "'";
   case TokKind::String: return "string";

@@ -12,7 +12,7 @@ namespace strata {
 
 namespace {
 
-constexpr size_t kMaxHeaderWidth = 100;
+constexpr size_t kMaxHeaderWidth = 120;
 
 void printAttrs(llvm::raw_ostream &os, const Attrs &attrs, bool bareTrue) {
   bool first = true;

@@ -26,17 +26,16 @@ public:
     if (text_.trim().empty()) return out;
     do {
       PipelineEntry entry;
-      auto name = word("a pass name");
+      auto name = word("a pass name", /*isName=*/true);
       if (!name) return name.takeError();
       entry.name = *name;
-      if (peek() == '{') {
-        ++pos_;
+      if (accept('{') && !accept('}')) {
         do {
-          auto key = word("an option name");
+          auto key = word("an option name", /*isName=*/true);
           if (!key) return key.takeError();
           if (peek() != '=') return error("expected '=' after option '" + *key + "'");
           ++pos_;
-          auto value = word("an option value");
+          auto value = word("an option value", /*isName=*/false);
           if (!value) return value.takeError();
           if (!entry.options.try_emplace(*key, *value).second)
             return error("option '" + *key + "' is given twice");
@@ -63,8 +62,9 @@ private:
   void skipSpace() {
     while (pos_ < text_.size() && llvm::isSpace(text_[pos_])) ++pos_;
   }
-  // A run of characters other than `,{}=`, trimmed; names are checked too.
-  llvm::Expected<std::string> word(const char *what) {
+  // A run of characters other than `,{}=`, trimmed. Names are letters,
+  // digits, '-' and '_'.
+  llvm::Expected<std::string> word(const char *what, bool isName) {
     skipSpace();
     size_t start = pos_;
     while (pos_ < text_.size() && !llvm::StringRef(",{}=").contains(text_[pos_]))
@@ -74,7 +74,6 @@ private:
       pos_ = start;
       return error(llvm::Twine("expected ") + what);
     }
-    bool isName = llvm::StringRef(what) != "an option value";
     if (isName && !llvm::all_of(w, [](char c) {
           return llvm::isAlnum(c) || c == '-' || c == '_';
         })) {
