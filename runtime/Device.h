@@ -34,6 +34,10 @@ public:
   /// Does this device have a kernel for `node`? (Glow's isOpSupported.)
   virtual bool supports(const Graph &g, const Node &node) const = 0;
 
+  /// Whether device buffers are plain host memory (CPU devices), so host
+  /// code may read and write them directly after synchronize().
+  virtual bool isHostMemory() const = 0;
+
   virtual void *allocate(int64_t bytes) = 0;
   virtual void deallocate(void *ptr) = 0;
 

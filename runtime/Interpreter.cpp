@@ -17,7 +17,7 @@ Interpreter::create(const Graph &g, Device &device) {
                  opName(n.op) + "' (" + n.scope + ")");
   std::unique_ptr<Interpreter> interp(new Interpreter(g, device));
   interp->planArena();
-  return std::move(interp);
+  return interp;
 }
 
 Interpreter::~Interpreter() {
@@ -118,7 +118,7 @@ Interpreter::runHost(llvm::ArrayRef<HostTensor> inputs,
   std::vector<void *> outs;
   if (auto e = run(ins, outs, ctx)) {
     freeAll();
-    return std::move(e);
+    return e;
   }
   std::vector<HostTensor> result;
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -128,7 +128,7 @@ Interpreter::runHost(llvm::ArrayRef<HostTensor> inputs,
   }
   llvm::Error e = dev_.synchronize();
   freeAll();
-  if (e) return std::move(e);
+  if (e) return e;
   return result;
 }
 

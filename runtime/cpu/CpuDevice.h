@@ -25,6 +25,7 @@ public:
 
   std::string name() const override;
   bool supports(const Graph &g, const Node &node) const override;
+  bool isHostMemory() const override { return true; }
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
   void copyFromHost(void *dst, const void *src, int64_t bytes) override;

@@ -9,6 +9,7 @@
 
 #include "runtime/kernels/Kernels.h"
 
+#include <cmath>
 #include <cstring>
 #include <span>
 
@@ -262,6 +263,167 @@ template <typename T> struct CrossEntropyGradK {
   }
 };
 
+/// Where this device's block of value `v` sits in the global (unsharded)
+/// tensor: global shape and per-dim offsets, from the value's sharding and the
+/// launch's (mesh, rank). A value without sharding is its own global tensor.
+struct GlobalBlock {
+  llvm::SmallVector<int64_t, 4> shape, offsets;
+};
+GlobalBlock globalBlock(const Args &a, ValueId v) {
+  const Value &val = a.g.value(v);
+  GlobalBlock b;
+  b.shape.assign(val.type.shape.begin(), val.type.shape.end());
+  b.offsets.assign(b.shape.size(), 0);
+  if (!val.sharding || !a.ctx.mesh) return b;
+  for (size_t d = 0; d < val.sharding->dims.size() && d < b.shape.size(); ++d) {
+    int64_t index = 0, count = 1;
+    for (const std::string &axis : val.sharding->dims[d]) {  // major to minor
+      index = index * a.ctx.mesh->axisSize(axis) + a.ctx.mesh->coord(a.ctx.rank, axis);
+      count *= a.ctx.mesh->axisSize(axis);
+    }
+    b.offsets[d] = index * b.shape[d];
+    b.shape[d] *= count;
+  }
+  return b;
+}
+
+template <typename T> struct GatherK {
+  static llvm::Error run(const Args &a) {
+    if (a.inType(1).dtype != DType::I32) return fail(a, "ids must be i32");
+    const TensorType &table = a.inType(0);
+    int64_t vocabStart = globalBlock(a, a.node.operands[0]).offsets[0];
+    k::embeddingFwd(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
+                    a.inType(1).numElements(), table.shape[0], table.shape[1],
+                    vocabStart);
+    return ok();
+  }
+};
+template <typename T> struct ScatterAddK {
+  static llvm::Error run(const Args &a) {
+    if (a.inType(1).dtype != DType::I32) return fail(a, "ids must be i32");
+    const TensorType &out = a.outType(0);
+    int64_t vocabStart = globalBlock(a, a.node.results[0]).offsets[0];
+    std::memset(a.out[0], 0, out.bytes());
+    k::embeddingBwd(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
+                    a.inType(1).numElements(), out.shape[0], out.shape[1],
+                    vocabStart);
+    return ok();
+  }
+};
+k::AttentionDims attentionDims(const TensorType &q, const TensorType &kv) {
+  return {q.shape[0], q.shape[1], q.shape[2], kv.shape[2], q.shape[3]};
+}
+double attentionScale(const Args &a, const TensorType &q) {
+  return a.attrs().getFloat("scale", 1.0 / std::sqrt(double(q.shape[3])));
+}
+template <typename T> struct AttentionK {
+  static llvm::Error run(const Args &a) {
+    const TensorType &q = a.inType(0);
+    k::attentionFwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0),
+                    attentionDims(q, a.inType(1)), a.attrs().getBool("causal"),
+                    attentionScale(a, q));
+    return ok();
+  }
+};
+template <typename T> struct AttentionGradK {
+  static llvm::Error run(const Args &a) {
+    const TensorType &q = a.inType(1);
+    k::attentionBwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.i<T>(3), a.o<T>(0),
+                    a.o<T>(1), a.o<T>(2), attentionDims(q, a.inType(2)),
+                    a.attrs().getBool("causal"), attentionScale(a, q));
+    return ok();
+  }
+};
+template <typename T> struct RopeK {
+  static llvm::Error run(const Args &a) {
+    const Shape &s = a.inType(0).shape;
+    double theta = a.attrs().getFloat("theta", 10000.0);
+    int64_t pos = a.attrs().getInt("pos_offset") +
+                  globalBlock(a, a.node.results[0]).offsets[1];
+    if (a.attrs().getBool("inverse"))
+      k::ropeBwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos);
+    else
+      k::ropeFwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos);
+    return ok();
+  }
+};
+template <typename T> struct DropoutK {
+  static llvm::Error run(const Args &a) {
+    GlobalBlock b = globalBlock(a, a.node.results[0]);
+    auto fn = a.node.op == OpKind::Dropout ? &k::dropoutFwd<T> : &k::dropoutBwd<T>;
+    fn(a.i<T>(0), a.o<T>(0), a.outShape(0),
+       std::span<const int64_t>(b.shape.data(), b.shape.size()),
+       std::span<const int64_t>(b.offsets.data(), b.offsets.size()),
+       a.attrs().getFloat("p"), uint32_t(a.ctx.seed),
+       uint32_t(a.attrs().getInt("stream")), a.ctx.step);
+    return ok();
+  }
+};
+// Vocab-parallel cross-entropy pieces: the class offset c0 is the block of
+// the vocab dim this rank holds (pick_label: its x's, one_hot: its result's).
+template <typename T> struct PickLabelK {
+  static llvm::Error run(const Args &a) {
+    if (a.inType(1).dtype != DType::I32) return fail(a, "labels must be i32");
+    int64_t C = a.inType(0).shape.back();
+    int64_t c0 = globalBlock(a, a.node.operands[0]).offsets.back();
+    k::pickLabel(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
+                 a.inType(1).numElements(), C, c0);
+    return ok();
+  }
+};
+llvm::Error oneHotK(const Args &a) {
+  if (a.inType(0).dtype != DType::I32) return fail(a, "labels must be i32");
+  int64_t C = a.outType(0).shape.back();
+  int64_t c0 = globalBlock(a, a.node.results[0]).offsets.back();
+  int64_t n = a.inType(0).numElements();
+  if (a.outType(0).dtype == DType::F32)
+    k::oneHot(a.i<int32_t>(0), a.o<float>(0), n, C, c0);
+  else if (a.outType(0).dtype == DType::F64)
+    k::oneHot(a.i<int32_t>(0), a.o<double>(0), n, C, c0);
+  else
+    return fail(a, "unsupported dtype " + dtypeName(a.outType(0).dtype));
+  return ok();
+}
+// This rank's block of `dim`: block index = its coordinates over `axes`,
+// major to minor. Copies bytes, so any dtype.
+llvm::Error shardSliceK(const Args &a) {
+  if (!a.ctx.mesh) return fail(a, "shard_slice needs the launch's mesh");
+  const TensorType &in = a.inType(0);
+  int64_t dim = a.attrs().getInt("dim");
+  if (dim < 0) dim += in.rank();
+  int64_t index = 0;
+  for (const std::string &axis : a.attrs().getStrings("axes"))
+    index = index * a.ctx.mesh->axisSize(axis) + a.ctx.mesh->coord(a.ctx.rank, axis);
+  int64_t size = a.outType(0).shape[dim];
+  int64_t inner = numElements(llvm::ArrayRef<int64_t>(in.shape).drop_front(dim + 1)) *
+                  dtypeBytes(in.dtype);
+  int64_t outer = numElements(llvm::ArrayRef<int64_t>(in.shape).take_front(dim));
+  const char *x = static_cast<const char *>(a.in[0]);
+  char *y = static_cast<char *>(a.out[0]);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(y + o * size * inner,
+                x + (o * in.shape[dim] + index * size) * inner, size * inner);
+  return ok();
+}
+template <typename T> struct AdamWK {
+  static llvm::Error run(const Args &a) {
+    int64_t n = a.inType(0).numElements();
+    std::memcpy(a.out[0], a.in[0], a.inType(0).bytes());
+    std::memcpy(a.out[1], a.in[2], a.inType(2).bytes());
+    std::memcpy(a.out[2], a.in[3], a.inType(3).bytes());
+    k::AdamWConfig cfg;
+    cfg.lr = double(*a.i<T>(4));
+    cfg.beta1 = a.attrs().getFloat("beta1", 0.9);
+    cfg.beta2 = a.attrs().getFloat("beta2", 0.999);
+    cfg.eps = a.attrs().getFloat("eps", 1e-8);
+    cfg.weightDecay = a.attrs().getFloat("weight_decay", 0.0);
+    int64_t t = int64_t(std::llround(double(*a.i<T>(5))));
+    if (t < 1) return fail(a, "step must be >= 1, got " + llvm::Twine(t));
+    k::adamwStep(a.o<T>(0), a.i<T>(1), a.o<T>(1), a.o<T>(2), n, t, cfg);
+    return ok();
+  }
+};
+
 // Ops that only move bytes.
 llvm::Error copyK(const Args &a) {
   std::memcpy(a.out[0], a.in[0], a.outType(0).bytes());
@@ -337,25 +499,28 @@ KernelFn kernelFor(OpKind op) {
   case OpKind::Broadcast: return FLOAT(BroadcastK);
   case OpKind::Slice: return FLOAT(SliceK);
   case OpKind::Concat: return FLOAT(ConcatK);
-  case OpKind::Gather: return nullptr;
-  case OpKind::ScatterAdd: return nullptr;
+  case OpKind::Gather: return FLOAT(GatherK);
+  case OpKind::ScatterAdd: return FLOAT(ScatterAddK);
   case OpKind::LayerNorm: return FLOAT(LayerNormK);
   case OpKind::LayerNormGrad: return FLOAT(LayerNormGradK);
   case OpKind::RmsNorm: return FLOAT(RmsNormK);
   case OpKind::RmsNormGrad: return FLOAT(RmsNormGradK);
   case OpKind::Softmax: return FLOAT(SoftmaxK);
   case OpKind::SoftmaxGrad: return FLOAT(SoftmaxGradK);
-  case OpKind::Attention: return nullptr;
-  case OpKind::AttentionGrad: return nullptr;
-  case OpKind::Rope: return nullptr;
-  case OpKind::Dropout: case OpKind::DropoutGrad: return nullptr;
+  case OpKind::Attention: return FLOAT(AttentionK);
+  case OpKind::AttentionGrad: return FLOAT(AttentionGradK);
+  case OpKind::Rope: return FLOAT(RopeK);
+  case OpKind::Dropout: case OpKind::DropoutGrad: return FLOAT(DropoutK);
   case OpKind::CrossEntropy: return FLOAT(CrossEntropyK);
   case OpKind::CrossEntropyGrad: return FLOAT(CrossEntropyGradK);
-  case OpKind::AdamWUpdate: return nullptr;
+  case OpKind::AdamWUpdate: return FLOAT(AdamWK);
   case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
   case OpKind::AllToAll: case OpKind::BroadcastFrom: case OpKind::Send:
   case OpKind::Recv:
     return nullptr;
+  case OpKind::ShardSlice: return shardSliceK;
+  case OpKind::PickLabel: return FLOAT(PickLabelK);
+  case OpKind::OneHot: return oneHotK;
   }
 #undef FLOAT
   return nullptr;
