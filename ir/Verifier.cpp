@@ -309,6 +309,10 @@ llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs) {
 llvm::Error verifyInputAttrs(const Attrs &attrs) {
   static constexpr AttrSpec kInput[] = {
       {"param", K::Bool}, {"init", K::String}, {"std", K::Float}};
+  for (llvm::StringRef reserved : {"shard", "partial"})
+    if (attrs.has(reserved))
+      return err("attribute name '" + reserved +
+                 "' is reserved for the input's sharding");
   return checkKinds(attrs, kInput);
 }
 

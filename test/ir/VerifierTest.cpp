@@ -173,6 +173,13 @@ TEST(Verifier, InputAttributeKind) {
             "input %w: attribute 'param' must be a bool (got 1)");
 }
 
+TEST(Verifier, ShardingNamesAreReservedOnInputs) {
+  Graph g = base();
+  g.addInput("w", kF32x4, {{"shard", int64_t(1)}});
+  EXPECT_EQ(verifyError(g), "input %w: attribute name 'shard' is reserved "
+                            "for the input's sharding");
+}
+
 TEST(Verifier, MeshAxes) {
   Graph g = base();
   g.mesh = Mesh{{{"dp", 2}, {"dp", 2}}};
