@@ -27,9 +27,8 @@ static uint64_t absorb(uint64_t h, uint64_t v) {
 //===----------------------------------------------------------------------===//
 
 llvm::json::Value SamplerState::toJSON() const {
-  return llvm::json::Object{{"seed", llvm::utostr(seed)},
-                            {"step", step},
-                            {"microbatch", microbatch}};
+  return llvm::json::Object{
+      {"seed", llvm::utostr(seed)}, {"step", step}, {"microbatch", microbatch}};
 }
 
 llvm::Expected<SamplerState>

@@ -1,4 +1,4 @@
-//===- BatchSampler.h - Random language-model batches, resumable -*- C++ -*-===//
+//===- BatchSampler.h - Random LM batches, resumable ------------*- C++ -*-===//
 //
 // nanoGPT's get_batch: each row of a [B,T] batch starts at a uniformly random
 // offset i of the token span, tokens = data[i : i+T], labels = data[i+1 :

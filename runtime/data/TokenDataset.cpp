@@ -87,8 +87,7 @@ std::string TokenSpan::describe() const {
 std::string TokenDataset::cachePath(llvm::StringRef textPath,
                                     const Tokenizer &tokenizer,
                                     llvm::StringRef cacheDir) {
-  std::string file =
-      (textPath + "." + tokenizer.name() + ".tokens").str();
+  std::string file = (textPath + "." + tokenizer.name() + ".tokens").str();
   if (cacheDir.empty())
     return file;
   llvm::SmallString<256> path(cacheDir);
@@ -108,8 +107,8 @@ static llvm::Expected<uint64_t> cacheKey(llvm::StringRef textPath,
       st.getSize(),
       uint64_t(st.getLastModificationTime().time_since_epoch().count()),
       tokenizer.fingerprint()};
-  return llvm::xxHash64(llvm::StringRef(
-      reinterpret_cast<const char *>(fields), sizeof(fields)));
+  return llvm::xxHash64(
+      llvm::StringRef(reinterpret_cast<const char *>(fields), sizeof(fields)));
 }
 
 /// Maps `path` if it is a complete cache with `key`; null otherwise.

@@ -1,4 +1,4 @@
-//===- TokenDataset.h - Tokenized text, cached and memory-mapped -*- C++ -*-===//
+//===- TokenDataset.h - Tokenized text, cached and mapped -------*- C++ -*-===//
 //
 // A text file is tokenized once and cached next to it (or in a cache
 // directory) as `<file>.<tokenizer>.tokens`:

@@ -92,6 +92,9 @@ static llvm::Error invalidUTF8(llvm::StringRef text, size_t pos) {
 Tokenizer Tokenizer::byteLevel() { return Tokenizer(Kind::Byte); }
 
 llvm::Expected<Tokenizer> Tokenizer::charLevel(llvm::StringRef text) {
+  if (text.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot build a char vocabulary from empty text");
   std::array<bool, 128> ascii{};
   llvm::DenseSet<uint32_t> other;
   for (size_t pos = 0; pos < text.size();) {
@@ -144,7 +147,8 @@ llvm::Expected<Tokenizer> Tokenizer::fromJSON(const llvm::json::Value &v) {
   if (*kind == "byte")
     return byteLevel();
   if (*kind != "char")
-    return fail("unknown kind \"" + *kind + "\" (expected \"char\" or \"byte\")");
+    return fail("unknown kind \"" + *kind +
+                "\" (expected \"char\" or \"byte\")");
   auto chars = obj->getString("vocab");
   if (!chars || chars->empty())
     return fail("a char tokenizer needs a non-empty string \"vocab\"");

@@ -30,7 +30,7 @@ public:
   /// The byte-level tokenizer: vocabulary of 256, token id = byte value.
   static Tokenizer byteLevel();
   /// A character-level tokenizer whose vocabulary is the sorted set of code
-  /// points in `text`. Fails if `text` is not valid UTF-8.
+  /// points in `text`. Fails if `text` is empty or not valid UTF-8.
   static llvm::Expected<Tokenizer> charLevel(llvm::StringRef text);
   /// Reads the form written by toJSON().
   static llvm::Expected<Tokenizer> fromJSON(const llvm::json::Value &v);

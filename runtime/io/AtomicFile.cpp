@@ -53,9 +53,9 @@ static void syncParentDirectory(llvm::StringRef path) {
   ::close(fd);
 }
 
-llvm::Error
-writeFileAtomically(llvm::StringRef path,
-                    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+llvm::Error writeFileAtomically(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
   std::string tmp = atomicTempPath(path);
   int fd;
   if (std::error_code ec = llvm::sys::fs::openFileForWrite(tmp, fd))

@@ -159,8 +159,7 @@ llvm::Expected<Checkpoint> loadCheckpoint(llvm::StringRef path) {
   uint64_t present = size > dataStart ? size - dataStart : 0;
   if (present < uint64_t(*dataBytes))
     return bad("truncated: the header promises " + llvm::Twine(*dataBytes) +
-               " data bytes but only " + llvm::Twine(present) +
-               " are present");
+               " data bytes but only " + llvm::Twine(present) + " are present");
   if (present > uint64_t(*dataBytes))
     return bad(llvm::Twine(present - *dataBytes) +
                " unexpected bytes after the tensor data");
@@ -170,8 +169,8 @@ llvm::Expected<Checkpoint> loadCheckpoint(llvm::StringRef path) {
   llvm::StringSet<> names;
   const uint8_t *data = p + dataStart;
   for (const llvm::json::Value &v : *entries) {
-    auto e = parseTensorEntry(v, uint64_t(*dataBytes),
-                              [](DType) { return true; });
+    auto e =
+        parseTensorEntry(v, uint64_t(*dataBytes), [](DType) { return true; });
     if (!e)
       return bad(llvm::toString(e.takeError()));
     if (!names.insert(e->name).second)

@@ -53,8 +53,8 @@ llvm::Expected<TensorArchive> TensorArchive::read(llvm::StringRef dir) {
 
   auto index = llvm::json::parse((*indexFile)->getBuffer());
   if (!index)
-    return fail(indexPath + ": invalid JSON: " +
-                llvm::toString(index.takeError()));
+    return fail(indexPath +
+                ": invalid JSON: " + llvm::toString(index.takeError()));
   const llvm::json::Object *root = index->getAsObject();
   const llvm::json::Array *entries = root ? root->getArray("tensors") : nullptr;
   if (!entries)

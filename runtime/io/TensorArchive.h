@@ -1,4 +1,4 @@
-//===- TensorArchive.h - Named tensors exchanged with references -*- C++ -*-===//
+//===- TensorArchive.h - Named tensors shared with references ---*- C++ -*-===//
 //
 // The exchange format of docs/models.md, shared with the PyTorch references
 // (test/reference/tensor_archive.py): a directory holding

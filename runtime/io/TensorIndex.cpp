@@ -10,7 +10,8 @@ parseTensorEntry(const llvm::json::Value &v, uint64_t dataBytes,
                  llvm::function_ref<bool(DType)> allowed) {
   TensorEntry e;
   auto fail = [&](const llvm::Twine &why) {
-    std::string who = e.name.empty() ? "tensor entry" : "tensor '" + e.name + "'";
+    std::string who =
+        e.name.empty() ? "tensor entry" : "tensor '" + e.name + "'";
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    who + ": " + why);
   };

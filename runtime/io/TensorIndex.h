@@ -1,4 +1,4 @@
-//===- TensorIndex.h - Index entries of archives and checkpoints -*- C++ -*-===//
+//===- TensorIndex.h - Tensor entries of archives, checkpoints --*- C++ -*-===//
 //
 // Tensor archives and checkpoints both describe their tensors with JSON
 // entries {"name", "dtype", "shape", "offset"} pointing into a data blob.

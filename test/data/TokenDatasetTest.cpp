@@ -180,7 +180,8 @@ TEST(TokenDataset, ErrorsNameTheFile) {
                              "': No such file or directory");
 
   auto dir = TokenDataset::open(tmp.dir(), Tokenizer::byteLevel());
-  EXPECT_EQ(message(dir), "data file '" + tmp.dir() + "' is not a regular file");
+  EXPECT_EQ(message(dir),
+            "data file '" + tmp.dir() + "' is not a regular file");
 
   std::string text = tmp.path("input.txt");
   writeBytes(text, "abc!");

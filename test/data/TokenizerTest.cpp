@@ -1,6 +1,6 @@
 //===- TokenizerTest.cpp - Char and byte tokenizers -----------------------===//
-#include "runtime/data/TokenDataset.h"
 #include "runtime/data/Tokenizer.h"
+#include "runtime/data/TokenDataset.h"
 
 #include "test/io/TestFiles.h"
 
@@ -44,7 +44,10 @@ TEST(ByteTokenizer, DecodeRejectsIdsOutsideVocab) {
 
 TEST(CharTokenizer, VocabIsSortedCodePoints) {
   // 'é' U+00E9 (2 bytes), '€' U+20AC (3 bytes), '😀' U+1F600 (4 bytes).
-  std::string text = "b\xC3\xA9" "a\xE2\x82\xAC" "\xF0\x9F\x98\x80" "ab\n";
+  std::string text = "b\xC3\xA9"
+                     "a\xE2\x82\xAC"
+                     "\xF0\x9F\x98\x80"
+                     "ab\n";
   Tokenizer t = charOk(text);
   EXPECT_EQ(t.name(), "char");
   EXPECT_EQ(t.codePoints(),
@@ -58,10 +61,10 @@ TEST(CharTokenizer, VocabIsSortedCodePoints) {
 
 TEST(CharTokenizer, RejectsInvalidUTF8) {
   const char *bad[] = {
-      "ab\xC0\xAF",     // overlong '/'
-      "ab\xED\xA0\x80", // UTF-16 surrogate
-      "ab\xE2\x82",     // truncated sequence
-      "ab\x80",         // stray continuation byte
+      "ab\xC0\xAF",         // overlong '/'
+      "ab\xED\xA0\x80",     // UTF-16 surrogate
+      "ab\xE2\x82",         // truncated sequence
+      "ab\x80",             // stray continuation byte
       "ab\xF4\x90\x80\x80", // past U+10FFFF
   };
   for (const char *text : bad) {
@@ -73,6 +76,8 @@ TEST(CharTokenizer, RejectsInvalidUTF8) {
   std::vector<int32_t> ids;
   EXPECT_NE(message(charOk("ab").encode("a\xFF", ids)).find("byte 0xFF"),
             std::string::npos);
+  EXPECT_EQ(message(Tokenizer::charLevel("")),
+            "cannot build a char vocabulary from empty text");
 }
 
 TEST(CharTokenizer, UnknownCharacterErrorNamesIt) {
@@ -81,11 +86,13 @@ TEST(CharTokenizer, UnknownCharacterErrorNamesIt) {
   EXPECT_EQ(message(t.encode("abz", ids)),
             "character 'z' (U+007A) at byte offset 2 is not in the char "
             "tokenizer's vocabulary of 3 characters");
-  EXPECT_NE(message(t.encode("a\xE2\x82\xAC", ids)).find("'\xE2\x82\xAC' (U+20AC)"),
-            std::string::npos);
+  EXPECT_NE(
+      message(t.encode("a\xE2\x82\xAC", ids)).find("'\xE2\x82\xAC' (U+20AC)"),
+      std::string::npos);
   // Control characters are named by code point only.
-  EXPECT_NE(message(t.encode("a\n", ids)).find("character U+000A at byte offset 1"),
-            std::string::npos);
+  EXPECT_NE(
+      message(t.encode("a\n", ids)).find("character U+000A at byte offset 1"),
+      std::string::npos);
 }
 
 TEST(CharTokenizer, DecodeRejectsIdsOutsideVocab) {
@@ -96,8 +103,8 @@ TEST(CharTokenizer, DecodeRejectsIdsOutsideVocab) {
 }
 
 TEST(Tokenizer, JSONRoundTrip) {
-  for (const Tokenizer &t : {charOk("hello, w\xC3\xB6rld\n\t\""),
-                             Tokenizer::byteLevel()}) {
+  for (const Tokenizer &t :
+       {charOk("hello, w\xC3\xB6rld\n\t\""), Tokenizer::byteLevel()}) {
     // Through text, as a checkpoint header carries it.
     std::string text;
     llvm::raw_string_ostream(text) << t.toJSON();
@@ -157,7 +164,8 @@ TEST(CharTokenizer, TinyShakespeare) {
   std::string text = strata::test::readBytes(path);
   Tokenizer t = charOk(text);
   EXPECT_EQ(t.vocabSize(), 65);
-  // Sorted as Python's sorted(set(text)): '\n', ' ', punctuation, '3', A-Z, a-z.
+  // Sorted as Python's sorted(set(text)): '\n', ' ', punctuation, '3', A-Z,
+  // a-z.
   EXPECT_EQ(t.codePoints().take_front(13),
             (llvm::ArrayRef<uint32_t>{'\n', ' ', '!', '$', '&', '\'', ',', '-',
                                       '.', '3', ':', ';', '?'}));

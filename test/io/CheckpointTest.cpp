@@ -32,12 +32,15 @@ Checkpoint sampleCheckpoint() {
   c.meta = llvm::json::Object{
       {"step", 1200},
       {"seed", "1337"},
-      {"sampler", llvm::json::Object{{"seed", "1337"}, {"step", 1200},
-                                     {"microbatch", 0}}},
-      {"tokenizer", llvm::json::Object{{"kind", "char"}, {"vocab", "\n ab\xC3\xA9"}}},
+      {"sampler",
+       llvm::json::Object{{"seed", "1337"}, {"step", 1200}, {"microbatch", 0}}},
+      {"tokenizer",
+       llvm::json::Object{{"kind", "char"}, {"vocab", "\n ab\xC3\xA9"}}},
       {"model", "gpt {\n  layers: 2  # \"tiny\"\n}\n"},
-      {"config", llvm::json::Object{{"lr", 6e-4}, {"betas", {0.9, 0.95}},
-                                    {"clip", nullptr}, {"fused", true}}}};
+      {"config", llvm::json::Object{{"lr", 6e-4},
+                                    {"betas", {0.9, 0.95}},
+                                    {"clip", nullptr},
+                                    {"fused", true}}}};
   HostTensor w = filled(DType::F32, {3, 5}, -7);
   w.data<float>()[0] = -0.0f;
   w.data<float>()[1] = std::nanf("0x123");
@@ -142,8 +145,8 @@ TEST(Checkpoint, SaveRejectsDuplicateNames) {
 TEST(Checkpoint, MissingFile) {
   TempDir tmp;
   std::string path = tmp.path("none.ckpt");
-  EXPECT_EQ(loadError(path), "cannot open checkpoint '" + path +
-                                 "': No such file or directory");
+  EXPECT_EQ(loadError(path),
+            "cannot open checkpoint '" + path + "': No such file or directory");
 }
 
 TEST(Checkpoint, NotACheckpoint) {
@@ -224,8 +227,8 @@ TEST(Checkpoint, MalformedHeader) {
   writeBytes(path, craft(R"({"meta": {}, "data_bytes": 64, "tensors": [
       {"name": "x", "dtype": "q8", "shape": [], "offset": 0, "crc32": 0}]})",
                          1, std::string(64, '\0')));
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': tensor 'x': unsupported dtype \"q8\"");
+  EXPECT_EQ(loadError(path),
+            "checkpoint '" + path + "': tensor 'x': unsupported dtype \"q8\"");
   writeBytes(path, craft(R"({"meta": {}, "data_bytes": 64, "tensors": [
       {"name": "x", "dtype": "f32", "shape": [8], "offset": 0}]})",
                          1, std::string(64, '\0')));
@@ -238,12 +241,14 @@ TEST(Checkpoint, MalformedHeader) {
   EXPECT_NE(loadError(path).find("tensor 'x': bytes [48, 80) lie past the end"),
             std::string::npos);
   // A well-formed file built by hand loads.
-  writeBytes(path, craft(R"({"meta": {"step": 3}, "data_bytes": 64,
+  writeBytes(
+      path, craft(R"({"meta": {"step": 3}, "data_bytes": 64,
       "tensors": [{"name": "z", "dtype": "f32", "shape": [16], "offset": 0,
-                   "crc32": )" + std::to_string(llvm::crc32(
-                             llvm::arrayRefFromStringRef(std::string(64, '\0')))) +
-                             "}]}",
-                         1, std::string(64, '\0')));
+                   "crc32": )" +
+                      std::to_string(llvm::crc32(
+                          llvm::arrayRefFromStringRef(std::string(64, '\0')))) +
+                      "}]}",
+                  1, std::string(64, '\0')));
   auto ok = loadCheckpoint(path);
   ASSERT_TRUE(bool(ok)) << message(ok);
   EXPECT_EQ(ok->tensors[0].tensor.numElements(), 16);
@@ -259,8 +264,9 @@ TEST(Checkpoint, CorruptTensorIsNamed) {
   bytes[at] ^= 0x10;
   writeBytes(path, bytes);
   std::string err = loadError(path);
-  EXPECT_NE(err.find("checkpoint '" + path + "': tensor 'marker' is corrupt "
-                                             "(CRC-32 0x"),
+  EXPECT_NE(err.find("checkpoint '" + path +
+                     "': tensor 'marker' is corrupt "
+                     "(CRC-32 0x"),
             std::string::npos)
       << err;
 }

@@ -91,7 +91,8 @@ TEST(TensorArchive, LayoutIsAlignedAndPacked) {
     offsets.push_back(*offset);
   }
   // 24 B, 40 B, 24 B, 4, 8, 4, 0 and 4 bytes, each at the next multiple of 64.
-  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 64, 128, 192, 256, 320, 384, 384}));
+  EXPECT_EQ(offsets,
+            (std::vector<int64_t>{0, 64, 128, 192, 256, 320, 384, 384}));
   EXPECT_EQ(readBytes(tmp.path("data.bin")).size(), 388u);
 }
 
@@ -111,8 +112,7 @@ TEST(TensorArchive, NamesAreUnique) {
             "duplicate tensor name 'w'");
   EXPECT_EQ(a.lookup("w")->get(0), 1.0);
   EXPECT_EQ(a.lookup("v"), nullptr);
-  EXPECT_EQ(message(a.get("v")),
-            "tensor archive '<memory>' has no tensor 'v'");
+  EXPECT_EQ(message(a.get("v")), "tensor archive '<memory>' has no tensor 'v'");
 }
 
 TEST(TensorArchive, ReadRejectsBadArchives) {
@@ -164,11 +164,9 @@ bool havePythonWithNumpy() {
   if (!llvm::sys::fs::can_execute(STRATA_PYTHON))
     return false;
   llvm::StringRef args[] = {STRATA_PYTHON, "-c", "import numpy"};
-  llvm::Optional<llvm::StringRef> quiet[] = {llvm::StringRef(""),
-                                             llvm::StringRef(""),
-                                             llvm::StringRef("")};
-  return llvm::sys::ExecuteAndWait(STRATA_PYTHON, args, llvm::None, quiet) ==
-         0;
+  llvm::Optional<llvm::StringRef> quiet[] = {
+      llvm::StringRef(""), llvm::StringRef(""), llvm::StringRef("")};
+  return llvm::sys::ExecuteAndWait(STRATA_PYTHON, args, llvm::None, quiet) == 0;
 }
 
 // Byte compatibility with test/reference/tensor_archive.py: Python reads what
@@ -182,15 +180,20 @@ TEST(TensorArchive, PythonReaderAndWriterAgree) {
               fromPy = tmp.path("py");
   ASSERT_FALSE(original.write(fromCpp));
   std::string log = tmp.path("python.log");
-  llvm::StringRef args[] = {STRATA_PYTHON, STRATA_ARCHIVE_SCRIPT,
-                            STRATA_REFERENCE_DIR, fromCpp, copied, fromPy};
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(log),
-                                                 llvm::StringRef(log)};
-  int rc = llvm::sys::ExecuteAndWait(STRATA_PYTHON, args, llvm::None,
-                                     redirects, /*SecondsToWait=*/120);
+  llvm::StringRef args[] = {STRATA_PYTHON,
+                            STRATA_ARCHIVE_SCRIPT,
+                            STRATA_REFERENCE_DIR,
+                            fromCpp,
+                            copied,
+                            fromPy};
+  llvm::Optional<llvm::StringRef> redirects[] = {
+      llvm::None, llvm::StringRef(log), llvm::StringRef(log)};
+  int rc = llvm::sys::ExecuteAndWait(STRATA_PYTHON, args, llvm::None, redirects,
+                                     /*SecondsToWait=*/120);
   ASSERT_EQ(rc, 0) << readBytes(log);
 
-  EXPECT_EQ(readBytes(copied + "/index.json"), readBytes(fromCpp + "/index.json"));
+  EXPECT_EQ(readBytes(copied + "/index.json"),
+            readBytes(fromCpp + "/index.json"));
   EXPECT_EQ(readBytes(copied + "/data.bin"), readBytes(fromCpp + "/data.bin"));
   auto back = TensorArchive::read(copied);
   ASSERT_TRUE(bool(back)) << message(back);

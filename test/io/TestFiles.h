@@ -1,4 +1,4 @@
-//===- TestFiles.h - Scratch directories and file bytes for tests -*- C++ -*-===//
+//===- TestFiles.h - Scratch directories and file bytes ---------*- C++ -*-===//
 //
 // Shared by the data and io tests: a fresh directory removed afterwards,
 // whole-file reads and writes, and the message of an llvm::Error.
