@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = "strata"
 config.test_format = lit.formats.ShTest(execute_external=True)
-config.suffixes = [".ir"]
+config.suffixes = [".ir", ".test"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.strata_obj_root
