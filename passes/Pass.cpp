@@ -15,11 +15,13 @@
 
 namespace strata {
 
+void registerAutodiffPass();
 void registerDeadCodeEliminationPass();
 
 void registerAllPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
+    registerAutodiffPass();
     registerDeadCodeEliminationPass();
   });
 }
