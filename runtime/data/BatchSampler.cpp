@@ -77,7 +77,8 @@ int64_t BatchSampler::offset(int64_t step, int64_t microbatch,
   h = absorb(h, uint64_t(microbatch));
   h = absorb(h, uint64_t(row));
   // Offsets i in [0, n - T) keep data[i + T] (the last label) in range; the
-  // multiply-high maps h onto that range with bias below 2^-40.
+  // multiply-high maps h onto that range; offsets differ in probability by
+  // at most choices / 2^64 (2^-34 for 1e9 tokens).
   auto choices = uint64_t(data_.size() - config_.seqLen);
   return int64_t((unsigned __int128)h * choices >> 64);
 }
