@@ -52,6 +52,11 @@ class Graph {
 public:
   std::string name;
   std::optional<Mesh> mesh;
+  /// Set by the spmd pass: value types are per-device (local) shard types and
+  /// a sharding says how the shards assemble the logical value (global dim =
+  /// local dim * ways); a value without one is replicated. Printed as
+  /// `partitioned` after the mesh.
+  bool partitioned = false;
 
   /// Adds a graph input. The name must be unique.
   ValueId addInput(llvm::StringRef name, TensorType type, Attrs attrs = {});

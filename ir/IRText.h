@@ -4,6 +4,7 @@
 // text. Grammar (one graph per file, `#` starts the scope comment of a node):
 //
 //   graph @name mesh<dp=2,tp=2>(%x: f32[8,64,128] {param, shard=[dp,_,_]}, ...) {
+//   (after the spmd pass: `graph @name mesh<dp=2,tp=2> partitioned(...)`, types local)
 //     %h = matmul(%x, %w1) {transpose_b=true} : f32[8,64,512] {shard=[_,_,tp]}  # layers.0.mlp.fc1
 //     %dx, %dw = rms_norm_grad(%dy, %x, %w) {eps=1e-05} : f32[..], f32[..]  # layers.0.ln1
 //     send(%h) {peer=1}

@@ -49,6 +49,9 @@ bool isElementwiseBinary(OpKind k) {
 bool isCollective(OpKind k) {
   return k >= OpKind::AllReduce && k <= OpKind::Recv;
 }
+bool isPartitionOp(OpKind k) {
+  return k >= OpKind::ShardSlice && k <= OpKind::OneHot;
+}
 
 std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
                                      llvm::ArrayRef<int64_t> b) {
@@ -357,6 +360,39 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     t.shape[s] /= *n;
     t.shape[c] *= *n;
     return Types{t};
+  }
+  case OpKind::ShardSlice: {
+    auto n = groupSize(attrs, mesh);
+    if (!n) return n.takeError();
+    int64_t d = normAxis(attrs.getInt("dim"), in[0].rank());
+    if (d < 0) return err("'dim' out of range");
+    TensorType t = in[0];
+    if (t.shape[d] % *n)
+      return err("dim size " + std::to_string(t.shape[d]) +
+                 " not divisible by group size " + std::to_string(*n));
+    t.shape[d] /= *n;
+    return Types{t};
+  }
+  case OpKind::PickLabel: {
+    const TensorType &x = in[0], &labels = in[1];
+    if (!isFloat(x.dtype)) return err("pick_label x must be a float tensor");
+    if (labels.dtype != DType::I32 && labels.dtype != DType::I64)
+      return err("labels must be i32 or i64");
+    if (x.rank() != labels.rank() + 1 ||
+        !llvm::equal(llvm::ArrayRef<int64_t>(x.shape).drop_back(), labels.shape))
+      return err("x " + x.str() + " does not match labels " + labels.str());
+    return Types{TensorType{x.dtype, labels.shape}};
+  }
+  case OpKind::OneHot: {
+    if (in[0].dtype != DType::I32 && in[0].dtype != DType::I64)
+      return err("labels must be i32 or i64");
+    auto dt = parseDType(attrs.getString("dtype", "f32"));
+    if (!dt || !isFloat(*dt)) return err("one_hot needs a float 'dtype'");
+    int64_t classes = attrs.getInt("classes");
+    if (classes <= 0) return err("one_hot needs a positive 'classes'");
+    Shape out = in[0].shape;
+    out.push_back(classes);
+    return Types{TensorType{*dt, out}};
   }
   case OpKind::Send:
     return Types{};

@@ -34,6 +34,9 @@ int opNumResults(OpKind k);
 bool isElementwiseUnary(OpKind k);
 bool isElementwiseBinary(OpKind k);
 bool isCollective(OpKind k);
+/// The rank-dependent ops only the spmd pass makes (shard_slice, pick_label,
+/// one_hot); they have no gradient and exist in partitioned graphs only.
+bool isPartitionOp(OpKind k);
 
 /// Infers result types from operand types and attributes, checking every
 /// constraint of the op. The error message says what is wrong and why.

@@ -164,6 +164,10 @@ llvm::Error Parser::parseHeader() {
   g_.name = name->text;
   if (atIdent("mesh"))
     if (auto e = parseMesh()) return e;
+  if (atIdent("partitioned")) {
+    consume();
+    g_.partitioned = true;
+  }
   if (auto e = expect(TokKind::LParen, "(")) return e;
   if (!tok_.is(TokKind::RParen)) {
     do {
@@ -343,7 +347,7 @@ llvm::Error Parser::parseValueDict(const TensorType &type, Attrs &attrs,
   } while (consumeIf(TokKind::Comma));
   if (auto e = expect(TokKind::RBrace, "}")) return e;
   if (!shardLoc) return llvm::Error::success();
-  if (auto e = verifySharding(s, type, mesh()))
+  if (auto e = verifySharding(s, type, mesh(), g_.partitioned))
     return errorAt(shardLoc, owner + ": " + toString(std::move(e)));
   sharding = std::move(s);
   return llvm::Error::success();

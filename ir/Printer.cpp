@@ -79,6 +79,7 @@ void printGraph(llvm::raw_ostream &os, const Graph &g) {
     hs << ' ';
     printMesh(hs, *g.mesh);
   }
+  if (g.partitioned) hs << " partitioned";
   hs << '(';
   llvm::SmallVector<std::string> inputs;
   size_t width = head.size() + 3;  // + ") {"

@@ -63,6 +63,10 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
       {"axes", K::Strings}, {"split_dim", K::Int}, {"concat_dim", K::Int}};
   static constexpr AttrSpec kBroadcastFrom[] = {{"axes", K::Strings},
                                                 {"root", K::Int}};
+  static constexpr AttrSpec kShardSlice[] = {{"dim", K::Int},
+                                             {"axes", K::Strings}};
+  static constexpr AttrSpec kOneHot[] = {{"classes", K::Int},
+                                         {"dtype", K::String}};
   static constexpr AttrSpec kSend[] = {{"peer", K::Int}};
   static constexpr AttrSpec kRecv[] = {
       {"peer", K::Int}, {"shape", K::Ints}, {"dtype", K::String}};
@@ -102,6 +106,9 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   case OpKind::AllGather: case OpKind::ReduceScatter: return kGatherScatter;
   case OpKind::AllToAll: return kAllToAll;
   case OpKind::BroadcastFrom: return kBroadcastFrom;
+  case OpKind::ShardSlice: return kShardSlice;
+  case OpKind::PickLabel: return {};
+  case OpKind::OneHot: return kOneHot;
   case OpKind::Send: return kSend;
   case OpKind::Recv: return kRecv;
   }
@@ -260,7 +267,8 @@ llvm::Error GraphVerifier::checkNode(int32_t index) {
       return fail("result %" + val.name + " has type " + val.type.str() +
                   " but shape inference gives " + (*inferred)[i].str());
     if (val.sharding)
-      if (auto e = verifySharding(*val.sharding, val.type, mesh()))
+      if (auto e = verifySharding(*val.sharding, val.type, mesh(),
+                                    g_.partitioned))
         return fail("result %" + val.name + ": " + toString(std::move(e)));
     if (!val.attrs.empty())
       return fail("result %" + val.name + " has input attributes");
@@ -285,7 +293,8 @@ llvm::Error GraphVerifier::run() {
     if (auto e = checkName(v)) return e;
     if (auto e = verifyInputAttrs(val.attrs)) return fail(toString(std::move(e)));
     if (val.sharding)
-      if (auto e = verifySharding(*val.sharding, val.type, mesh()))
+      if (auto e = verifySharding(*val.sharding, val.type, mesh(),
+                                    g_.partitioned))
         return fail(toString(std::move(e)));
     defined_[v] = true;
   }
@@ -317,7 +326,7 @@ llvm::Error verifyInputAttrs(const Attrs &attrs) {
 }
 
 llvm::Error verifySharding(const Sharding &s, const TensorType &type,
-                           const Mesh *mesh) {
+                           const Mesh *mesh, bool localType) {
   if (int64_t(s.dims.size()) != type.rank())
     return err("sharding has " + llvm::Twine(s.dims.size()) +
                " dims but the type " + type.str() + " has rank " +
@@ -339,7 +348,7 @@ llvm::Error verifySharding(const Sharding &s, const TensorType &type,
       if (auto e = checkAxis(axis)) return e;
       ways *= mesh->axisSize(axis);
     }
-    if (type.shape[d] % ways)
+    if (!localType && type.shape[d] % ways)
       return err("dim " + llvm::Twine(d) + " of size " +
                  llvm::Twine(type.shape[d]) + " is not divisible by its " +
                  llvm::Twine(ways) + " shards");

@@ -22,8 +22,9 @@ llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs);
 /// The same for graph-input attributes (`param`, `init`, `std`).
 llvm::Error verifyInputAttrs(const Attrs &attrs);
 /// Checks that `s` fits `type` on `mesh`: one entry per dim, axes that exist
-/// (each used once), split dims divisible by the product of their axis sizes.
+/// (each used once), split dims divisible by the product of their axis sizes
+/// (unless `localType`: the type is a shard's, as in a partitioned graph).
 llvm::Error verifySharding(const Sharding &s, const TensorType &type,
-                           const Mesh *mesh);
+                           const Mesh *mesh, bool localType = false);
 
 } // namespace strata

@@ -1,4 +1,4 @@
-//===- GraphProto.cpp - ir::Graph <-> strata.pb.Graph ----------------------===//
+//===- GraphProto.cpp - ir::Graph <-> strata.pb.Graph ---------------------===//
 #include "proto/GraphProto.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -18,7 +18,8 @@ pb::DType dtypeToProto(DType t) { return pb::DType(int(t) + 1); }
 
 std::optional<DType> dtypeFromProto(pb::DType t) {
   int i = int(t) - 1;
-  if (i < 0 || i > int(DType::I1)) return std::nullopt;
+  if (i < 0 || i > int(DType::I1))
+    return std::nullopt;
   return DType(i);
 }
 
@@ -27,14 +28,19 @@ void attrsToProto(const Attrs &attrs,
   for (const auto &[name, value] : attrs) {
     pb::Attribute *a = out->Add();
     a->set_name(name);
-    if (auto *i = std::get_if<int64_t>(&value)) a->set_i(*i);
-    else if (auto *f = std::get_if<double>(&value)) a->set_f(*f);
-    else if (auto *b = std::get_if<bool>(&value)) a->set_b(*b);
-    else if (auto *s = std::get_if<std::string>(&value)) a->set_s(*s);
+    if (auto *i = std::get_if<int64_t>(&value))
+      a->set_i(*i);
+    else if (auto *f = std::get_if<double>(&value))
+      a->set_f(*f);
+    else if (auto *b = std::get_if<bool>(&value))
+      a->set_b(*b);
+    else if (auto *s = std::get_if<std::string>(&value))
+      a->set_s(*s);
     else if (auto *l = std::get_if<IntList>(&value))
       a->mutable_ints()->mutable_values()->Add(l->begin(), l->end());
     else if (auto *l = std::get_if<StrList>(&value))
-      for (const std::string &s : *l) a->mutable_strs()->add_values(s);
+      for (const std::string &s : *l)
+        a->mutable_strs()->add_values(s);
   }
 }
 
@@ -43,21 +49,30 @@ attrsFromProto(const google::protobuf::RepeatedPtrField<pb::Attribute> &in,
                const llvm::Twine &where) {
   Attrs attrs;
   for (const pb::Attribute &a : in) {
-    if (a.name().empty()) return err(where + ": attribute without a name");
+    if (a.name().empty())
+      return err(where + ": attribute without a name");
     if (attrs.has(a.name()))
       return err(where + ": duplicate attribute '" + a.name() + "'");
     switch (a.value_case()) {
-    case pb::Attribute::kI: attrs.set(a.name(), a.i()); break;
-    case pb::Attribute::kF: attrs.set(a.name(), a.f()); break;
-    case pb::Attribute::kB: attrs.set(a.name(), a.b()); break;
-    case pb::Attribute::kS: attrs.set(a.name(), a.s()); break;
+    case pb::Attribute::kI:
+      attrs.set(a.name(), a.i());
+      break;
+    case pb::Attribute::kF:
+      attrs.set(a.name(), a.f());
+      break;
+    case pb::Attribute::kB:
+      attrs.set(a.name(), a.b());
+      break;
+    case pb::Attribute::kS:
+      attrs.set(a.name(), a.s());
+      break;
     case pb::Attribute::kInts:
-      attrs.set(a.name(), IntList(a.ints().values().begin(),
-                                  a.ints().values().end()));
+      attrs.set(a.name(),
+                IntList(a.ints().values().begin(), a.ints().values().end()));
       break;
     case pb::Attribute::kStrs:
-      attrs.set(a.name(), StrList(a.strs().values().begin(),
-                                  a.strs().values().end()));
+      attrs.set(a.name(),
+                StrList(a.strs().values().begin(), a.strs().values().end()));
       break;
     case pb::Attribute::VALUE_NOT_SET:
       return err(where + ": attribute '" + a.name() + "' has no value");
@@ -75,9 +90,11 @@ void valueToProto(const Value &v, pb::Value *out) {
     pb::Sharding *s = out->mutable_sharding();
     for (const auto &dim : v.sharding->dims) {
       pb::Sharding::Dim *d = s->add_dims();
-      for (const std::string &axis : dim) d->add_axes(axis);
+      for (const std::string &axis : dim)
+        d->add_axes(axis);
     }
-    for (const std::string &axis : v.sharding->partial) s->add_partial(axis);
+    for (const std::string &axis : v.sharding->partial)
+      s->add_partial(axis);
   }
   attrsToProto(v.attrs, out->mutable_attrs());
 }
@@ -94,7 +111,8 @@ llvm::Expected<ValueParts> valueFromProto(const pb::Value &p,
                                           llvm::StringSet<> &names) {
   ValueParts v;
   v.name = p.name();
-  if (v.name.empty()) return err("a value has no name");
+  if (v.name.empty())
+    return err("a value has no name");
   if (!names.insert(v.name).second)
     return err("duplicate value name %" + v.name);
   auto dt = dtypeFromProto(p.type().dtype());
@@ -116,7 +134,8 @@ llvm::Expected<ValueParts> valueFromProto(const pb::Value &p,
     v.sharding = std::move(s);
   }
   auto attrs = attrsFromProto(p.attrs(), "%" + v.name);
-  if (!attrs) return attrs.takeError();
+  if (!attrs)
+    return attrs.takeError();
   v.attrs = std::move(*attrs);
   return v;
 }
@@ -148,7 +167,9 @@ llvm::Expected<Mesh> meshFromProto(const pb::Mesh &p) {
 pb::Graph graphToProto(const Graph &g) {
   pb::Graph p;
   p.set_name(g.name);
-  if (g.mesh) *p.mutable_mesh() = meshToProto(*g.mesh);
+  if (g.mesh)
+    *p.mutable_mesh() = meshToProto(*g.mesh);
+  p.set_partitioned(g.partitioned);
   // Proto numbering: inputs first, then node results in order.
   llvm::DenseMap<ValueId, uint32_t> index;
   uint32_t next = 0;
@@ -159,7 +180,8 @@ pb::Graph graphToProto(const Graph &g) {
   for (const Node &n : g.nodes()) {
     pb::Node *pn = p.add_nodes();
     pn->set_op(opName(n.op).str());
-    for (ValueId v : n.operands) pn->add_operands(index.lookup(v));
+    for (ValueId v : n.operands)
+      pn->add_operands(index.lookup(v));
     for (ValueId v : n.results) {
       index[v] = next++;
       valueToProto(g.value(v), pn->add_results());
@@ -167,7 +189,8 @@ pb::Graph graphToProto(const Graph &g) {
     attrsToProto(n.attrs, pn->mutable_attrs());
     pn->set_scope(n.scope);
   }
-  for (ValueId v : g.outputs()) p.add_outputs(index.lookup(v));
+  for (ValueId v : g.outputs())
+    p.add_outputs(index.lookup(v));
   return p;
 }
 
@@ -176,25 +199,29 @@ llvm::Expected<Graph> graphFromProto(const pb::Graph &p) {
   g.name = p.name();
   if (p.has_mesh()) {
     auto mesh = meshFromProto(p.mesh());
-    if (!mesh) return mesh.takeError();
+    if (!mesh)
+      return mesh.takeError();
     g.mesh = std::move(*mesh);
   }
+  g.partitioned = p.partitioned();
   llvm::StringSet<> names;
-  std::vector<ValueId> ids;  // proto index -> ValueId
+  std::vector<ValueId> ids; // proto index -> ValueId
   auto place = [&](ValueId id, ValueParts &v) {
     g.value(id).sharding = std::move(v.sharding);
     ids.push_back(id);
   };
   for (const pb::Value &in : p.inputs()) {
     auto v = valueFromProto(in, names);
-    if (!v) return v.takeError();
+    if (!v)
+      return v.takeError();
     place(g.addInput(v->name, v->type, std::move(v->attrs)), *v);
   }
   for (int ni = 0; ni < p.nodes_size(); ++ni) {
     const pb::Node &n = p.nodes(ni);
     std::string where = "node " + std::to_string(ni) + " ('" + n.op() + "')";
     auto op = parseOpName(n.op());
-    if (!op) return err(where + ": unknown op '" + n.op() + "'");
+    if (!op)
+      return err(where + ": unknown op '" + n.op() + "'");
     int wantOperands = opNumOperands(*op), wantResults = opNumResults(*op);
     if (wantOperands >= 0 && n.operands_size() != wantOperands)
       return err(where + ": takes " + llvm::Twine(wantOperands) +
@@ -214,7 +241,8 @@ llvm::Expected<Graph> graphFromProto(const pb::Graph &p) {
     llvm::SmallVector<std::string, 1> resultNames;
     for (const pb::Value &r : n.results()) {
       auto v = valueFromProto(r, names);
-      if (!v) return v.takeError();
+      if (!v)
+        return v.takeError();
       if (!v->attrs.empty())
         return err(where + ": result %" + v->name +
                    " has attributes (only graph inputs may)");
@@ -223,7 +251,8 @@ llvm::Expected<Graph> graphFromProto(const pb::Graph &p) {
       results.push_back(std::move(*v));
     }
     auto attrs = attrsFromProto(n.attrs(), where);
-    if (!attrs) return attrs.takeError();
+    if (!attrs)
+      return attrs.takeError();
     int32_t id = g.addNode(*op, operands, types, std::move(*attrs), n.scope(),
                            resultNames);
     for (size_t r = 0; r < results.size(); ++r)

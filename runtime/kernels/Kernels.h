@@ -21,3 +21,4 @@
 #include "runtime/kernels/Reduce.h"
 #include "runtime/kernels/Rope.h"
 #include "runtime/kernels/Softmax.h"
+#include "runtime/kernels/VocabParallel.h"
