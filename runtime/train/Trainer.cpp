@@ -21,11 +21,11 @@ Trainer::create(Graph forward, Graph evalForward, const TrainOptions &options,
   std::unique_ptr<Trainer> t(new Trainer(device));
   t->opts_ = options;
   t->micro_ = forward;
-  if (auto e = differentiate(t->micro_)) return std::move(e);
+  if (auto e = differentiate(t->micro_)) return e;
   t->opt_ = buildOptimizerGraph(t->micro_, options.optimizer);
   t->fwd_ = std::move(forward);
   t->eval_ = std::move(evalForward);
-  if (auto e = t->bind()) return std::move(e);
+  if (auto e = t->bind()) return e;
   return t;
 }
 
@@ -102,7 +102,7 @@ llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
 Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   std::vector<void *> outs;
   auto input = [&](const Value &v) { return modelInput(v, tokens, labels); };
-  if (auto e = runNamed(*microRun_, input, outs, step_)) return std::move(e);
+  if (auto e = runNamed(*microRun_, input, outs, step_)) return e;
   std::vector<std::pair<std::string, HostTensor>> result;
   for (size_t i = 0; i < outs.size(); ++i) {
     const Value &v = micro_.value(micro_.outputs()[i]);
@@ -127,7 +127,7 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     };
     if (auto e = runNamed(*microRun_, input, outs,
                           uint64_t(step_ * opts_.gradAccum + micro)))
-      return std::move(e);
+      return e;
     stats.loss += double(*static_cast<const float *>(outs[0]));
     for (size_t i = 0; i < params_.size(); ++i) {
       float *acc = grads_[i].data<float>();
@@ -155,7 +155,7 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     return it == paramIndex_.end() ? nullptr : (*state)[it->second].raw();
   };
   std::vector<void *> outs;
-  if (auto e = runNamed(*optRun_, input, outs, 0)) return std::move(e);
+  if (auto e = runNamed(*optRun_, input, outs, 0)) return e;
   for (size_t i = 0; i < outs.size(); ++i) {
     llvm::StringRef name = opt_.value(opt_.outputs()[i]).name;
     if (name == "grad_norm") {
@@ -181,7 +181,7 @@ llvm::Expected<double> Trainer::evalLoss(const int32_t *tokens,
                                          const int32_t *labels) {
   std::vector<void *> outs;
   auto input = [&](const Value &v) { return modelInput(v, tokens, labels); };
-  if (auto e = runNamed(*evalRun_, input, outs, 0)) return std::move(e);
+  if (auto e = runNamed(*evalRun_, input, outs, 0)) return e;
   return double(*static_cast<const float *>(outs[0]));
 }
 

@@ -1,0 +1,252 @@
+//===- TrainingRun.cpp - A whole training job ------------------------------===//
+#include "runtime/train/TrainingRun.h"
+
+#include "frontends/ModelSpec.h"
+#include "frontends/ModelStats.h"
+#include "frontends/Models.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "runtime/data/BatchSampler.h"
+#include "runtime/data/TokenDataset.h"
+#include "runtime/io/Checkpoint.h"
+#include "runtime/train/TextGenerator.h"
+#include "runtime/train/Trainer.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/text_format.h>
+
+#include <chrono>
+
+namespace strata {
+
+static llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+std::string checkpointPath(llvm::StringRef outDir) {
+  llvm::SmallString<256> p(outDir);
+  llvm::sys::path::append(p, "checkpoint.bin");
+  return std::string(p);
+}
+
+namespace {
+
+std::string formatDuration(double s) {
+  int64_t t = int64_t(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600), (long long)(t / 60 % 60));
+  else
+    snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+  return buf;
+}
+
+TrainOptions trainOptions(const pb::Training &t) {
+  TrainOptions o;
+  o.gradAccum = t.grad_accum();
+  o.schedule = LRSchedule{t.lr(), t.min_lr(), t.warmup(),
+                          t.decay_iters() ? t.decay_iters() : t.steps()};
+  o.optimizer.beta1 = t.beta1();
+  o.optimizer.beta2 = t.beta2();
+  o.optimizer.eps = t.eps();
+  o.optimizer.weight_decay = t.weight_decay();
+  o.optimizer.grad_clip = t.grad_clip();
+  o.seed = t.seed();
+  return o;
+}
+
+/// Appends one JSON object per line to OUT/metrics.jsonl.
+class MetricsLog {
+public:
+  llvm::Error open(llvm::StringRef outDir, bool append) {
+    llvm::SmallString<256> p(outDir);
+    llvm::sys::path::append(p, "metrics.jsonl");
+    std::error_code ec;
+    os_ = std::make_unique<llvm::raw_fd_ostream>(
+        p, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+    if (ec) return err(p + ": error: cannot open for writing (" + ec.message() + ")");
+    return llvm::Error::success();
+  }
+  void write(llvm::json::Object obj) {
+    *os_ << llvm::json::Value(std::move(obj)) << '\n';
+    os_->flush();
+  }
+
+private:
+  std::unique_ptr<llvm::raw_fd_ostream> os_;
+};
+
+} // namespace
+
+llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
+  if (auto ec = llvm::sys::fs::create_directories(opts.outDir))
+    return err(opts.outDir + ": error: cannot create output directory (" +
+               ec.message() + ")");
+  pb::ModelSpec spec = opts.spec;
+  const pb::Training &tr = spec.training();
+  std::string kind = spec.data().tokenizer() == pb::Data::BYTE ? "byte" : "char";
+
+  auto tokenizer = makeTokenizer(kind, opts.dataPath);
+  if (!tokenizer) return tokenizer.takeError();
+  std::optional<Checkpoint> ckpt;
+  std::string ckptFile = checkpointPath(opts.outDir);
+  if (opts.resume) {
+    auto c = loadCheckpoint(ckptFile);
+    if (!c) return c.takeError();
+    ckpt = std::move(*c);
+    const llvm::json::Value *tok = ckpt->meta.get("tokenizer");
+    auto saved = tok ? Tokenizer::fromJSON(*tok) : llvm::Expected<Tokenizer>(err("no tokenizer"));
+    if (!saved) return err(ckptFile + ": error: bad tokenizer in checkpoint (" +
+                           llvm::toString(saved.takeError()) + ")");
+    if (*saved != *tokenizer)
+      return err(ckptFile + ": error: the checkpoint's tokenizer differs from the one of " +
+                 opts.dataPath + " (resume with the data it was trained on)");
+  }
+  // The vocabulary is the data's.
+  if (spec.vocab_size() != tokenizer->vocabSize()) {
+    os << "note: vocab_size " << spec.vocab_size() << " -> "
+       << tokenizer->vocabSize() << " (the " << kind << " vocabulary of "
+       << opts.dataPath << ")\n";
+    spec.set_vocab_size(tokenizer->vocabSize());
+  }
+  if (auto e = checkModelSpec(spec, "model spec")) return e;
+  ModelConfig cfg = resolveModelSpec(spec);
+  std::string specText;
+  google::protobuf::TextFormat::PrintToString(spec, &specText);
+  if (ckpt) {
+    const llvm::json::Value *saved = ckpt->meta.get("spec");
+    if (!saved || !saved->getAsString() || *saved->getAsString() != specText)
+      return err(ckptFile + ": error: the checkpoint was trained with a different "
+                 "model or training spec (resume with the same spec and overrides)");
+  }
+
+  auto dataset = TokenDataset::open(opts.dataPath, *tokenizer, opts.outDir);
+  if (!dataset) return dataset.takeError();
+  SamplerConfig sc;
+  sc.batch = cfg.microBatch;
+  sc.seqLen = cfg.seq;
+  sc.microbatches = tr.grad_accum();
+  sc.seed = tr.seed();
+  auto trainData = BatchSampler::create(dataset->train(), sc);
+  if (!trainData) return trainData.takeError();
+  sc.microbatches = 1;
+  sc.seed = tr.seed() + 1;
+  auto valData = BatchSampler::create(dataset->val(), sc);
+  if (!valData) return valData.takeError();
+
+  Graph forward = buildModelGraph(cfg);
+  ModelConfig evalCfg = cfg;
+  evalCfg.dropout = 0;
+  CpuDevice device;
+  auto trainer = Trainer::create(forward, buildModelGraph(evalCfg),
+                                 trainOptions(tr), device);
+  if (!trainer) return trainer.takeError();
+  Trainer &t = **trainer;
+  if (auto e = t.initParams()) return e;
+  if (ckpt) {
+    for (auto &[name, tensor] : t.namedState()) {
+      const HostTensor *saved = ckpt->lookup(name);
+      if (!saved || saved->type() != tensor->type())
+        return err(ckptFile + ": error: tensor '" + name +
+                   "' is missing or has the wrong shape");
+      *tensor = saved->clone();
+    }
+    t.setStep(ckpt->meta.getInteger("step").getValueOr(0));
+  }
+
+  MetricsLog metrics;
+  if (auto e = metrics.open(opts.outDir, opts.resume)) return e;
+  auto saveCkpt = [&]() -> llvm::Error {
+    Checkpoint c;
+    c.meta["step"] = t.step();
+    c.meta["spec"] = specText;
+    c.meta["tokenizer"] = tokenizer->toJSON();
+    c.meta["data"] = opts.dataPath;
+    for (auto &[name, tensor] : t.namedState()) c.tensors.push_back({name, tensor->clone()});
+    return saveCheckpoint(ckptFile, c);
+  };
+  auto evaluate = [&](double &val) -> llvm::Error {
+    HostTensor tk(TensorType{DType::I32, {cfg.microBatch, cfg.seq}}), lb = tk.clone();
+    double sum = 0;
+    for (int64_t i = 0; i < opts.evalIters; ++i) {
+      valData->fill(i, 0, tk.data<int32_t>(), lb.data<int32_t>());
+      auto l = t.evalLoss(tk.data<int32_t>(), lb.data<int32_t>());
+      if (!l) return l.takeError();
+      sum += *l;
+    }
+    val = sum / double(opts.evalIters);
+    return llvm::Error::success();
+  };
+
+  const int64_t steps = tr.steps();
+  const int64_t tokensPerStep = cfg.microBatch * cfg.seq * tr.grad_accum();
+  const double flopsPerToken = megatronFlopsPerToken(cfg);
+  os << "training " << cfg.name << " (" << cfg.familyName() << ", "
+     << countParams(forward).total << " params) on " << opts.dataPath << ": "
+     << steps << " steps x " << tokensPerStep << " tokens, vocab "
+     << cfg.vocab << " (padded " << cfg.paddedVocab << ")"
+     << (ckpt ? ", resumed at step " + std::to_string(t.step()) : "") << "\n";
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  int64_t firstStep = t.step();
+  double emaTokS = 0;
+  while (t.step() < steps) {
+    auto t0 = Clock::now();
+    int64_t s = t.step();
+    auto stats = t.step([&](int64_t micro, int32_t *tk, int32_t *lb) {
+      trainData->fill(s, micro, tk, lb);
+    });
+    if (!stats) return stats.takeError();
+    double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    double tokS = tokensPerStep / dt;
+    emaTokS = emaTokS ? 0.9 * emaTokS + 0.1 * tokS : tokS;
+    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    double eta = (steps - t.step()) * elapsed / double(t.step() - firstStep);
+    metrics.write(llvm::json::Object{{"step", s}, {"loss", stats->loss}, {"lr", stats->lr},
+                   {"grad_norm", stats->gradNorm}, {"tokens_per_s", tokS},
+                   {"gflops", tokS * flopsPerToken / 1e9}});
+    char line[200];
+    snprintf(line, sizeof line,
+             "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f GFLOP/s | ETA %s",
+             (long long)t.step(), (long long)steps, stats->loss, stats->lr, emaTokS,
+             emaTokS * flopsPerToken / 1e9, formatDuration(eta).c_str());
+    bool evalNow = tr.eval_every() > 0 &&
+                   (t.step() % tr.eval_every() == 0 || t.step() == steps);
+    if (opts.progressBar) {
+      int width = 20, filled = int(width * t.step() / steps);
+      os << '\r' << line << " [" << std::string(filled, '=')
+         << std::string(width - filled, ' ') << "]";
+      if (evalNow || t.step() == steps) os << '\n';
+      os.flush();
+    } else if (t.step() % opts.logEvery == 0 || t.step() == steps || evalNow) {
+      os << line << '\n';
+      os.flush();
+    }
+    if (evalNow) {
+      double val;
+      if (auto e = evaluate(val)) return e;
+      metrics.write(llvm::json::Object{{"step", t.step()}, {"val_loss", val}});
+      os << "step " << t.step() << ": val loss " << llvm::format("%.4f", val) << '\n';
+      if (auto e = saveCkpt()) return e;
+    }
+  }
+  if (tr.eval_every() == 0 || steps % tr.eval_every() != 0)
+    if (auto e = saveCkpt()) return e;
+  os << "saved " << ckptFile << '\n';
+
+  if (opts.sampleTokens > 0) {
+    llvm::StringMap<const HostTensor *> params;
+    for (auto &[name, tensor] : t.namedParams()) params[name] = tensor;
+    SampleOptions so;
+    so.maxNewTokens = opts.sampleTokens;
+    so.seed = tr.seed();
+    auto text = generateText(cfg, params, *tokenizer, "", so, device);
+    if (!text) return text.takeError();
+    os << "sample:\n" << *text << "\n";
+  }
+  return llvm::Error::success();
+}
+
+} // namespace strata

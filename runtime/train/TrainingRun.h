@@ -1,0 +1,41 @@
+//===- TrainingRun.h - A whole training job: data, loop, logs, checkpoints -===//
+//
+// What `strata train` runs: tokenizes the data (cached), builds the model's
+// programs, trains for the configured steps with a progress line (loss,
+// tokens/s, ETA), evaluates the validation loss every K steps, appends
+// metrics as JSON lines to OUT/metrics.jsonl, and saves OUT/checkpoint.bin
+// atomically at each evaluation and at the end. A resumed run restores
+// parameters, AdamW moments, the step and the data position, and continues
+// with bitwise the same losses as an uninterrupted run: data batches and
+// dropout masks are counter-based functions of (seed, step), not RNG state.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "proto/model_spec.pb.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace strata {
+
+struct RunOptions {
+  pb::ModelSpec spec;        // checked; training/data sections filled in
+  std::string dataPath;      // text file
+  std::string outDir;        // metrics, checkpoint, token cache
+  bool resume = false;       // continue from OUT/checkpoint.bin
+  int64_t evalIters = 20;    // validation batches per evaluation
+  int64_t sampleTokens = 0;  // characters of sample text printed at the end
+  bool progressBar = true;   // \r-updated line (else one line per log step)
+  int64_t logEvery = 10;     // steps between progress lines without a bar
+};
+
+/// Runs the job; progress and results go to `os`.
+llvm::Error runTraining(const RunOptions &options, llvm::raw_ostream &os);
+
+/// The checkpoint file of a run directory.
+std::string checkpointPath(llvm::StringRef outDir);
+
+} // namespace strata

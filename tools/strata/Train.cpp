@@ -1,0 +1,135 @@
+//===- Train.cpp - `strata train (SPEC|PLAN) [--data FILE] [overrides]` ----===//
+//
+// Trains a model on one CPU device: the spec's training and data sections,
+// overridden by flags, drive runtime/train/TrainingRun. Relative data paths
+// in a spec are resolved against the spec's directory.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/train/TrainingRun.h"
+#include "tools/strata/Driver.h"
+#include "tools/strata/Verb.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace strata {
+namespace {
+
+cl::SubCommand trainCmd("train", "Train a model (spec or plan) on the CPU");
+cl::OptionCategory &cat = strataCategory();
+
+cl::opt<std::string> input(cl::Positional, cl::Required,
+                           cl::desc("<model spec .textproto | plan>"),
+                           cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> dataPath("data", cl::desc("Training text (default: the spec's data.path)"),
+                              cl::value_desc("file"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> tokenizer("tokenizer", cl::desc("char | byte (default: the spec's)"),
+                               cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> outDir("out", cl::desc("Run directory: metrics.jsonl, checkpoint.bin, token cache (default out/<model name>)"),
+                            cl::value_desc("dir"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
+                     cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> steps("steps", cl::desc("Optimizer steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> minLr("min-lr", cl::desc("Final learning rate"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> warmup("warmup", cl::desc("Warmup steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> decayIters("decay-iters", cl::desc("Cosine decay steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> batch("batch", cl::desc("Sequences per microbatch"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> seq("seq", cl::desc("Sequence length"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> gradAccum("grad-accum", cl::desc("Microbatches per step"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> evalEvery("eval-every", cl::desc("Steps between validation evaluations (0: never)"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> evalIters("eval-iters", cl::desc("Validation batches per evaluation"), cl::init(20), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> seed("seed", cl::desc("Seed of init, dropout and data order"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> dropout("dropout", cl::desc("Dropout probability"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> sample("sample", cl::desc("Characters of sample text to print at the end"), cl::init(300), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stderr is not a terminal"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
+
+Error usage(const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(), "strata train: error: " + msg);
+}
+
+Error setPositive(const char *flag, int64_t v, function_ref<void(int64_t)> set, bool allowZero = false) {
+  if (v == -1) return Error::success();
+  if (v < 0 || (!allowZero && v == 0))
+    return usage("--" + Twine(flag) + " must be " + (allowZero ? ">= 0" : "> 0") +
+                 ", got " + Twine(v));
+  set(v);
+  return Error::success();
+}
+
+Expected<RunOptions> buildOptions() {
+  auto loaded = loadPlanOrSpec(input);
+  if (!loaded) return loaded.takeError();
+  RunOptions o;
+  o.spec = loaded->plan.model();
+  pb::ModelSpec &s = o.spec;
+  pb::Training &t = *s.mutable_training();
+  if (Error e = setPositive("steps", steps, [&](int64_t v) { t.set_steps(v); })) return e;
+  if (Error e = setPositive("warmup", warmup, [&](int64_t v) { t.set_warmup(v); }, true)) return e;
+  if (Error e = setPositive("decay-iters", decayIters, [&](int64_t v) { t.set_decay_iters(v); }, true)) return e;
+  if (Error e = setPositive("batch", batch, [&](int64_t v) { s.set_micro_batch(v); })) return e;
+  if (Error e = setPositive("seq", seq, [&](int64_t v) { s.set_seq_len(v); })) return e;
+  if (Error e = setPositive("grad-accum", gradAccum, [&](int64_t v) { t.set_grad_accum(v); })) return e;
+  if (Error e = setPositive("eval-every", evalEvery, [&](int64_t v) { t.set_eval_every(v); }, true)) return e;
+  if (Error e = setPositive("seed", seed, [&](int64_t v) { t.set_seed(v); }, true)) return e;
+  if (lr != -1) {
+    if (lr <= 0) return usage("--lr must be > 0");
+    t.set_lr(lr);
+    if (minLr == -1 && !t.has_min_lr()) t.set_min_lr(lr / 10);
+  }
+  if (minLr != -1) {
+    if (minLr < 0) return usage("--min-lr must be >= 0");
+    t.set_min_lr(minLr);
+  }
+  if (t.min_lr() > t.lr())
+    return usage("min lr " + std::to_string(t.min_lr()) + " exceeds lr " + std::to_string(t.lr()));
+  if (dropout != -1) {
+    if (dropout < 0 || dropout >= 1) return usage("--dropout must be in [0, 1)");
+    s.set_dropout(dropout);
+  }
+  if (evalIters <= 0) return usage("--eval-iters must be > 0");
+  if (!tokenizer.empty()) {
+    if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
+    else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);
+    else return usage("--tokenizer must be char or byte, got '" + tokenizer + "'");
+  }
+  if (!dataPath.empty()) {
+    o.dataPath = dataPath;
+  } else if (s.data().has_path()) {
+    SmallString<256> p(s.data().path());
+    if (sys::path::is_relative(p) && isSpecPath(input)) {
+      SmallString<256> dir(sys::path::parent_path(input));
+      sys::path::append(dir, p);
+      p = dir;
+    }
+    o.dataPath = std::string(p);
+  } else {
+    return usage("no training data: pass --data FILE or set data.path in the spec");
+  }
+  o.outDir = outDir.empty() ? "out/" + (s.name().empty() ? std::string("run") : s.name())
+                            : std::string(outDir);
+  o.resume = resume;
+  o.evalIters = evalIters;
+  o.sampleTokens = sample;
+  o.progressBar = isatty(STDOUT_FILENO);
+  o.logEvery = std::max<int64_t>(1, logEvery);
+  return o;
+}
+
+int runTrain() {
+  auto opts = buildOptions();
+  if (!opts) return reportError(opts.takeError());
+  if (Error e = runTraining(*opts, outs())) return reportError(std::move(e));
+  return kExitOk;
+}
+
+VerbRegistration reg(trainCmd, runTrain);
+
+} // namespace
+} // namespace strata
