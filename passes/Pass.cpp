@@ -17,12 +17,16 @@ namespace strata {
 
 void registerAutodiffPass();
 void registerDeadCodeEliminationPass();
+void registerMegatronSeedsPass();
+void registerSpmdPass();
 
 void registerAllPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerAutodiffPass();
     registerDeadCodeEliminationPass();
+    registerMegatronSeedsPass();
+    registerSpmdPass();
   });
 }
 
