@@ -232,13 +232,11 @@ void Differentiator::finish(size_t numForwardNodes) {
       g_.rename(gv, name);
     } else if (g_.value(gv).name != name) {
       // The adjoint aliases another value (e.g. dy of a same-shape add).
-      const Value &val = g_.value(gv);
+      Value val = g_.value(gv);  // a copy: reshape() appends values
       if (llvm::StringRef(val.name).startswith("grad.")) {
         b_.setScope(g_.node(val.defNode).scope);
-        gv = b_.create1(OpKind::Reshape, {gv},
-                        {{"shape", IntList(val.type.shape.begin(),
-                                           val.type.shape.end())}},
-                        name);
+        gv = b_.reshape(gv, val.type.shape);
+        g_.rename(gv, name);
       } else {
         g_.rename(gv, name);
       }
@@ -255,10 +253,10 @@ llvm::Error Differentiator::run() {
   size_t numForwardNodes = g_.nodes().size();
   analyze();
   if (needs_[loss_]) {
-    const Value &l = g_.value(loss_);
-    b_.setScope(l.isInput() ? "" : g_.node(l.defNode).scope);
-    adj_[loss_] = b_.fill(1.0, l.type);
-    g_.rename(adj_[loss_], uniqueName("d." + l.name));
+    Value loss = g_.value(loss_);  // a copy: fill() may move the values
+    b_.setScope(loss.isInput() ? "" : g_.node(loss.defNode).scope);
+    adj_[loss_] = b_.fill(1.0, loss.type);
+    g_.rename(adj_[loss_], uniqueName("d." + loss.name));
   }
   for (int32_t n = int32_t(numForwardNodes) - 1; n >= 0; --n)
     if (auto e = backprop(n)) return e;

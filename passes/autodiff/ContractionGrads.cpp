@@ -74,7 +74,7 @@ llvm::Expected<Grads> gradReduceMean(GradCtx &c) {
 // dy (unlike torch.amax, which splits it); ties have measure zero in training.
 llvm::Expected<Grads> gradReduceMax(GradCtx &c) {
   Shape kept = keptShape(c);
-  const Shape &xs = c.type(c.x(0)).shape;
+  Shape xs = c.type(c.x(0)).shape;
   ValueId dyb = broadcastTo(c, keepDims(c, c.dy(), kept), xs);
   ValueId below = c.b.sub(keepDims(c, c.y(), kept), c.x(0));
   return Grads{
@@ -88,7 +88,7 @@ llvm::Expected<Grads> gradMatMul(GradCtx &c) {
   ValueId a = c.x(0), b = c.x(1), dy = c.dy();
   bool ta = c.attrs().getBool("transpose_a");
   bool tb = c.attrs().getBool("transpose_b");
-  const TensorType &at = c.type(a), &bt = c.type(b);
+  TensorType at = c.type(a), bt = c.type(b);
   // b is rank 2 and shared by every batch entry of a.
   bool sharedRhs = bt.rank() == 2 && at.rank() > 2;
   Grads g(2, kNoValue);

@@ -27,7 +27,7 @@ ValueId toOperand(GradCtx &c, unsigned i, ValueId full) {
 } // namespace
 
 ValueId unbroadcast(Builder &b, ValueId dy, llvm::ArrayRef<int64_t> shape) {
-  const Shape &from = b.graph().type(dy).shape;
+  Shape from = b.graph().type(dy).shape;
   if (llvm::equal(from, shape)) return dy;
   int64_t lead = int64_t(from.size()) - int64_t(shape.size());
   IntList axes;

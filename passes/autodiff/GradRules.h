@@ -32,7 +32,9 @@ struct GradCtx {
   ValueId y(unsigned i = 0) const { return node.results[i]; }
   ValueId dy(unsigned i = 0) const { return dys[i]; }
   bool wants(unsigned i) const { return needed[i]; }
-  const TensorType &type(ValueId v) const { return b.graph().type(v); }
+  /// A copy: building nodes may move the graph's values, so a reference
+  /// would dangle after the next `b.create`.
+  TensorType type(ValueId v) const { return b.graph().type(v); }
   const Attrs &attrs() const { return node.attrs; }
 };
 

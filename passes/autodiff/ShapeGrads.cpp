@@ -31,7 +31,7 @@ llvm::Expected<Grads> gradBroadcast(GradCtx &c) {
 
 // dx = dy placed at [start, start+size) of dim, zeros elsewhere.
 llvm::Expected<Grads> gradSlice(GradCtx &c) {
-  const TensorType &xt = c.type(c.x(0));
+  TensorType xt = c.type(c.x(0));
   int64_t dim = normDim(c, c.attrs().getInt("dim"));
   int64_t start = c.attrs().getInt("start"), size = c.attrs().getInt("size");
   int64_t after = xt.shape[dim] - start - size;
