@@ -1,4 +1,4 @@
-//===- GPT.cpp - GPT-2 logical forward graph -------------------------------===//
+//===- GPT.cpp - GPT-2 logical forward graph ------------------------------===//
 //
 // docs/models.md, "GPT": learned token + position embeddings, pre-LayerNorm
 // blocks with GELU(tanh) MLPs and biases, final LayerNorm, LM head tied to the

@@ -1,4 +1,4 @@
-//===- Llama.cpp - Llama logical forward graph -----------------------------===//
+//===- Llama.cpp - Llama logical forward graph ----------------------------===//
 //
 // docs/models.md, "Llama": token embedding only (positions via rotate-half
 // RoPE on q and k), pre-RMSNorm blocks, grouped-query attention, SwiGLU MLP,
@@ -83,8 +83,8 @@ Graph buildLlama(const ModelConfig &c) {
   ValueId logits =
       c.tieEmbeddings
           ? m.matmul(x, wte, /*transposeB=*/true)
-          : m.matmul(x, m.normal("lm_head.w", {c.hidden, c.paddedVocab},
-                                 c.initStd));
+          : m.matmul(
+                x, m.normal("lm_head.w", {c.hidden, c.paddedVocab}, c.initStd));
   m.loss(logits);
   return g;
 }

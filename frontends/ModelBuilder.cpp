@@ -1,4 +1,4 @@
-//===- ModelBuilder.cpp - Shared pieces of the model frontends -------------===//
+//===- ModelBuilder.cpp - Shared pieces of the model frontends ------------===//
 #include "frontends/ModelBuilder.h"
 
 #include <cmath>
@@ -15,7 +15,8 @@ ModelBuilder::ModelBuilder(Graph &g, const ModelConfig &c)
 ValueId ModelBuilder::param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                             Attrs attrs) {
   attrs.set("param", true);
-  return g_.addInput(name, TensorType{DType::F32, Shape(shape.begin(), shape.end())},
+  return g_.addInput(name,
+                     TensorType{DType::F32, Shape(shape.begin(), shape.end())},
                      std::move(attrs));
 }
 
@@ -39,28 +40,34 @@ double ModelBuilder::scaledStd() const {
 ValueId ModelBuilder::op(OpKind k, llvm::ArrayRef<ValueId> operands,
                          Attrs attrs) {
   std::string name = b_.scope() + "." + opName(k).str();
-  if (g_.lookup(name) != kNoValue) name = g_.freshName(name);
+  if (g_.lookup(name) != kNoValue)
+    name = g_.freshName(name);
   return b_.create1(k, operands, std::move(attrs), name);
 }
 
 ValueId ModelBuilder::matmul(ValueId a, ValueId b, bool transposeB) {
   Attrs attrs;
-  if (transposeB) attrs.set("transpose_b", true);
+  if (transposeB)
+    attrs.set("transpose_b", true);
   return op(OpKind::MatMul, {a, b}, std::move(attrs));
 }
 
 ValueId ModelBuilder::reshape(ValueId x, llvm::ArrayRef<int64_t> shape) {
-  return op(OpKind::Reshape, {x}, {{"shape", IntList(shape.begin(), shape.end())}});
+  return op(OpKind::Reshape, {x},
+            {{"shape", IntList(shape.begin(), shape.end())}});
 }
 
 ValueId ModelBuilder::dropout(ValueId x) {
-  if (c_.dropout == 0) return x;
-  return op(OpKind::Dropout, {x}, {{"p", c_.dropout}, {"stream", nextStream_++}});
+  if (c_.dropout == 0)
+    return x;
+  return op(OpKind::Dropout, {x},
+            {{"p", c_.dropout}, {"stream", nextStream_++}});
 }
 
 ValueId ModelBuilder::attention(ValueId q, ValueId k, ValueId v) {
   double scale = 1.0 / std::sqrt(double(c_.headDim));
-  ValueId a = op(OpKind::Attention, {q, k, v}, {{"causal", true}, {"scale", scale}});
+  ValueId a =
+      op(OpKind::Attention, {q, k, v}, {{"causal", true}, {"scale", scale}});
   return reshape(a, {c_.microBatch, c_.seq, c_.heads * c_.headDim});
 }
 

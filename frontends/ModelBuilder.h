@@ -1,4 +1,4 @@
-//===- ModelBuilder.h - Shared pieces of the model frontends ---------------===//
+//===- ModelBuilder.h - Shared pieces of the model frontends --------------===//
 //
 // Wraps the IR builder with what both families need: parameter inputs with
 // their init attributes, results named after their scope
@@ -21,7 +21,8 @@ public:
   /// Sets the scope of the nodes built next (`layers.3.mlp.fc1`).
   void setScope(const llvm::Twine &scope) { b_.setScope(scope.str()); }
 
-  /// Parameter inputs: `{param, init="normal", std}`, `init="ones"`, `init="zeros"`.
+  /// Parameter inputs: `{param, init="normal", std}`, `init="ones"`,
+  /// `init="zeros"`.
   ValueId normal(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                  double std);
   ValueId ones(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);

@@ -26,7 +26,8 @@ int64_t padVocabSize(int64_t vocab, int64_t multiple) {
 
 int64_t defaultFfn(pb::ModelSpec::Family family, int64_t hidden,
                    int64_t multipleOf) {
-  if (family == pb::ModelSpec::GPT) return 4 * hidden;
+  if (family == pb::ModelSpec::GPT)
+    return 4 * hidden;
   int64_t f = 2 * (4 * hidden) / 3;
   return (f + multipleOf - 1) / multipleOf * multipleOf;
 }
@@ -47,7 +48,7 @@ std::string fmt(double v) {
 /// The field of the spec schema closest in spelling to `name`, or "".
 std::string closestField(llvm::StringRef name) {
   std::string best;
-  unsigned bestDist = 3;  // suggest only near misses
+  unsigned bestDist = 3; // suggest only near misses
   for (const gp::Descriptor *d :
        {pb::ModelSpec::descriptor(), pb::Training::descriptor(),
         pb::Data::descriptor()})
@@ -66,7 +67,8 @@ const gp::FieldDescriptor *findSchemaField(llvm::StringRef name) {
   for (const gp::Descriptor *d :
        {pb::ModelSpec::descriptor(), pb::Training::descriptor(),
         pb::Data::descriptor()})
-    if (const gp::FieldDescriptor *f = d->FindFieldByName(name.str())) return f;
+    if (const gp::FieldDescriptor *f = d->FindFieldByName(name.str()))
+      return f;
   return nullptr;
 }
 
@@ -98,15 +100,18 @@ public:
         std::string names;
         for (int i = 0; i < f->enum_type()->value_count(); ++i) {
           const std::string &v = f->enum_type()->value(i)->name();
-          if (llvm::StringRef(v).endswith("_UNSPECIFIED")) continue;
+          if (llvm::StringRef(v).endswith("_UNSPECIFIED"))
+            continue;
           names += (names.empty() ? "" : " or ") + v;
         }
         msg += " (expected " + names + ")";
       }
     }
     // Protobuf reports these at the token after the culprit; point at it.
-    if (!culprit.empty()) rewindTo(culprit, line, column);
-    if (!errors_.empty()) errors_ += '\n';
+    if (!culprit.empty())
+      rewindTo(culprit, line, column);
+    if (!errors_.empty())
+      errors_ += '\n';
     errors_ += (llvm::Twine(file_) + ":" + llvm::Twine(line + 1) + ":" +
                 llvm::Twine(column + 1) + ": error: " + msg)
                    .str();
@@ -119,17 +124,25 @@ public:
 private:
   /// Moves (line, column) back to the last occurrence of `word` before it.
   void rewindTo(llvm::StringRef word, int &line, int &column) const {
-    struct Pos { size_t offset; int line, column; };
-    llvm::SmallVector<Pos, 0> starts;  // candidate positions of `word`
+    struct Pos {
+      size_t offset;
+      int line, column;
+    };
+    llvm::SmallVector<Pos, 0> starts; // candidate positions of `word`
     int l = 0, c = 0;
     for (size_t i = 0; i < text_.size(); ++i) {
-      if (l > line || (l == line && c >= column)) break;
-      if (text_.substr(i).startswith(word)) starts.push_back({i, l, c});
+      if (l > line || (l == line && c >= column))
+        break;
+      if (text_.substr(i).startswith(word))
+        starts.push_back({i, l, c});
       char ch = text_[i];
-      if (ch == '\n') ++l, c = 0;
-      else c += ch == '\t' ? 8 - c % 8 : 1;
+      if (ch == '\n')
+        ++l, c = 0;
+      else
+        c += ch == '\t' ? 8 - c % 8 : 1;
     }
-    if (starts.empty()) return;
+    if (starts.empty())
+      return;
     line = starts.back().line;
     column = starts.back().column;
   }
@@ -162,18 +175,20 @@ public:
         loc += ":" + std::to_string(l.line + 1) + ":" +
                std::to_string(l.column + 1);
     }
-    if (!errors_.empty()) errors_ += '\n';
+    if (!errors_.empty())
+      errors_ += '\n';
     errors_ += loc + ": error: " + what.str();
   }
 
   /// `field` must lie in [lo, hi].
   void range(const Fields &f, const char *field, int64_t v, int64_t lo,
              int64_t hi, const char *fix) {
-    if (v >= lo && v <= hi) return;
-    std::string bound = v > hi        ? "at most " + std::to_string(hi)
-                        : lo == 0     ? std::string("non-negative")
-                        : lo == 1     ? std::string("positive")
-                                      : ">= " + std::to_string(lo);
+    if (v >= lo && v <= hi)
+      return;
+    std::string bound = v > hi    ? "at most " + std::to_string(hi)
+                        : lo == 0 ? std::string("non-negative")
+                        : lo == 1 ? std::string("positive")
+                                  : ">= " + std::to_string(lo);
     fail(f, field,
          llvm::Twine(field) + " must be " + bound + ", got " + llvm::Twine(v) +
              " (" + fix + ")");
@@ -182,7 +197,8 @@ public:
   /// A float field must satisfy `ok`; NaN never does.
   void check(const Fields &f, const char *field, double v, bool ok,
              const char *constraint) {
-    if (ok && !std::isnan(v)) return;
+    if (ok && !std::isnan(v))
+      return;
     fail(f, field,
          llvm::Twine(field) + " must be " + constraint + ", got " + fmt(v));
   }
@@ -239,7 +255,8 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
   c.check(f, "norm_eps", s.norm_eps(), s.norm_eps() > 0, "positive");
   c.check(f, "rope_theta", s.rope_theta(), s.rope_theta() > 0, "positive");
   c.check(f, "init_std", s.init_std(), s.init_std() > 0, "positive");
-  if (!c.ok()) return;
+  if (!c.ok())
+    return;
 
   // Relations between sizes, once each size is valid on its own.
   int64_t h = s.hidden(), nh = s.heads();
@@ -247,14 +264,16 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
   if (h % nh) {
     c.fail(f, "heads",
            "heads (" + llvm::Twine(nh) + ") must divide hidden (" +
-               llvm::Twine(h) + ") (each head gets hidden / heads "
+               llvm::Twine(h) +
+               ") (each head gets hidden / heads "
                "dimensions; pick heads among the divisors of hidden)");
     return;
   }
   if (nh % nkv)
     c.fail(f, "kv_heads",
            "kv_heads (" + llvm::Twine(nkv) + ") must divide heads (" +
-               llvm::Twine(nh) + ") (each kv head serves heads / kv_heads "
+               llvm::Twine(nh) +
+               ") (each kv head serves heads / kv_heads "
                "query heads; pick kv_heads among the divisors of heads)");
   if (gpt && nkv != nh)
     c.fail(f, "kv_heads",
@@ -274,11 +293,11 @@ void checkTraining(Checker &c, const pb::Training &t, const Fields &f) {
   if (c.ok() && t.min_lr() > t.lr())
     c.fail(f, t.has_min_lr() ? "min_lr" : "lr",
            "min_lr (" + fmt(t.min_lr()) + ") must not exceed lr (" +
-               fmt(t.lr()) + ") (the schedule decays from lr down to "
+               fmt(t.lr()) +
+               ") (the schedule decays from lr down to "
                "min_lr; lower min_lr or raise lr)");
   c.range(f, "warmup", t.warmup(), 0, INT64_MAX, "linear warmup steps");
-  c.range(f, "decay_iters", t.decay_iters(), 0, INT64_MAX,
-          "0 means `steps`");
+  c.range(f, "decay_iters", t.decay_iters(), 0, INT64_MAX, "0 means `steps`");
   int64_t decay = t.decay_iters() ? t.decay_iters() : t.steps();
   if (c.ok() && decay <= t.warmup())
     c.fail(f, t.decay_iters() ? "decay_iters" : "warmup",
@@ -319,7 +338,8 @@ llvm::Error checkSpec(const pb::ModelSpec &s, llvm::StringRef file,
   };
   if (s.has_training())
     checkTraining(c, s.training(), {s.training(), nested("training")});
-  if (s.has_data()) checkData(c, s.data(), {s.data(), nested("data")}, s);
+  if (s.has_data())
+    checkData(c, s.data(), {s.data(), nested("data")}, s);
   return c.take();
 }
 
@@ -334,18 +354,20 @@ llvm::Expected<pb::ModelSpec> parseModelSpec(llvm::StringRef text,
   parser.RecordErrorsTo(&errors);
   parser.WriteLocationsTo(&tree);
   if (!parser.ParseFromString(std::string(text), &spec)) {
-    if (llvm::Error e = errors.take()) return e;
+    if (llvm::Error e = errors.take())
+      return e;
     return makeError(bufferName + ": error: cannot parse model spec");
   }
-  if (llvm::Error e = checkSpec(spec, bufferName, &tree)) return e;
+  if (llvm::Error e = checkSpec(spec, bufferName, &tree))
+    return e;
   return spec;
 }
 
 llvm::Expected<pb::ModelSpec> loadModelSpec(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buf)
-    return makeError(path + ": error: cannot read model spec: " +
-                     buf.getError().message());
+    return makeError(
+        path + ": error: cannot read model spec: " + buf.getError().message());
   return parseModelSpec((*buf)->getBuffer(), path);
 }
 
@@ -358,7 +380,8 @@ ModelConfig resolveModelSpec(const pb::ModelSpec &s) {
   c.family = s.family();
   c.name = s.name();
   c.vocab = s.vocab_size();
-  c.paddedVocab = padVocabSize(s.vocab_size(), s.make_vocab_size_divisible_by());
+  c.paddedVocab =
+      padVocabSize(s.vocab_size(), s.make_vocab_size_divisible_by());
   c.hidden = s.hidden();
   c.layers = s.layers();
   c.heads = s.heads();

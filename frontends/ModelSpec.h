@@ -24,8 +24,8 @@ namespace strata {
 struct ModelConfig {
   pb::ModelSpec::Family family = pb::ModelSpec::GPT;
   std::string name;
-  int64_t vocab = 0;        // real vocabulary
-  int64_t paddedVocab = 0;  // Megatron-padded: rows of wte, columns of the head
+  int64_t vocab = 0;       // real vocabulary
+  int64_t paddedVocab = 0; // Megatron-padded: rows of wte, columns of the head
   int64_t hidden = 0;
   int64_t layers = 0;
   int64_t heads = 0;

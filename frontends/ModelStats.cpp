@@ -25,11 +25,16 @@ ParamStats countParams(const Graph &g) {
         s.other += n;
         continue;
       }
-      if (s.layers.size() <= i) s.layers.resize(i + 1);
-      if (part.startswith("attn.")) s.layers[i].attention += n;
-      else if (part.startswith("mlp.")) s.layers[i].mlp += n;
-      else if (part.startswith("ln")) s.layers[i].norms += n;
-      else s.other += n;
+      if (s.layers.size() <= i)
+        s.layers.resize(i + 1);
+      if (part.startswith("attn."))
+        s.layers[i].attention += n;
+      else if (part.startswith("mlp."))
+        s.layers[i].mlp += n;
+      else if (part.startswith("ln"))
+        s.layers[i].norms += n;
+      else
+        s.other += n;
     } else {
       s.other += n;
     }
@@ -40,8 +45,7 @@ ParamStats countParams(const Graph &g) {
 double megatronFlopsPerStep(const ModelConfig &c, int64_t batch) {
   double B = double(batch), s = double(c.seq), l = double(c.layers);
   double h = double(c.hidden), V = double(c.paddedVocab);
-  return 96.0 * B * s * l * h * h *
-         (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
 }
 
 double megatronFlopsPerToken(const ModelConfig &c) {

@@ -18,18 +18,18 @@ namespace strata {
 
 /// Parameters of one transformer block, by part.
 struct LayerParams {
-  int64_t attention = 0;  // attn.*
-  int64_t mlp = 0;        // mlp.*
-  int64_t norms = 0;      // ln1.*, ln2.*
+  int64_t attention = 0; // attn.*
+  int64_t mlp = 0;       // mlp.*
+  int64_t norms = 0;     // ln1.*, ln2.*
   int64_t total() const { return attention + mlp + norms; }
 };
 
 struct ParamStats {
-  int64_t embedding = 0;  // wte, wpe
+  int64_t embedding = 0; // wte, wpe
   std::vector<LayerParams> layers;
-  int64_t finalNorm = 0;  // ln_f.*
-  int64_t head = 0;       // lm_head.* (0 when tied to wte)
-  int64_t other = 0;      // params matching none of the above
+  int64_t finalNorm = 0; // ln_f.*
+  int64_t head = 0;      // lm_head.* (0 when tied to wte)
+  int64_t other = 0;     // params matching none of the above
   int64_t total = 0;
 };
 

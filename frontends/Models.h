@@ -1,4 +1,4 @@
-//===- Models.h - Model spec -> logical forward graph ----------------------===//
+//===- Models.h - Model spec -> logical forward graph ---------------------===//
 //
 // The frontends build exactly the models of docs/models.md: parameter names,
 // [in, out] weight layout, init attributes on parameter inputs, data inputs

@@ -1,4 +1,4 @@
-//===- GraphProto.h - ir::Graph <-> strata.pb.Graph ------------------------===//
+//===- GraphProto.h - ir::Graph <-> strata.pb.Graph -----------------------===//
 //
 // Lossless conversion between the in-memory IR and its protobuf form. The
 // proto names ops by their text name and values by index (inputs, then node

@@ -1,4 +1,4 @@
-//===- PlanFile.cpp - Reading and writing Plan files -----------------------===//
+//===- PlanFile.cpp - Reading and writing Plan files ----------------------===//
 #include "proto/PlanFile.h"
 
 #include "llvm/ADT/Twine.h"
@@ -53,10 +53,9 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                            "written by `strata compile`, model specs end in "
                            ".textproto)");
   if (bytes.size() < kPlanHeaderSize)
-    return fileError(name, llvm::Twine("truncated plan (") +
-                               llvm::Twine(bytes.size()) +
-                               " bytes, shorter than the header; " + recompile +
-                               ")");
+    return fileError(
+        name, llvm::Twine("truncated plan (") + llvm::Twine(bytes.size()) +
+                  " bytes, shorter than the header; " + recompile + ")");
   uint32_t version = endian::read32le(bytes.data() + 8);
   uint32_t crc = endian::read32le(bytes.data() + 12);
   uint64_t size = endian::read64le(bytes.data() + 16);
@@ -68,12 +67,11 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                                "; use a newer strata or recompile the plan)");
   llvm::StringRef payload = bytes.drop_front(kPlanHeaderSize);
   if (payload.size() != size)
-    return fileError(name, llvm::Twine(payload.size() < size ? "truncated"
-                                                              : "corrupt") +
-                               " plan (header says " + llvm::Twine(size) +
-                               " payload bytes, file has " +
-                               llvm::Twine(payload.size()) + "; " + recompile +
-                               ")");
+    return fileError(
+        name, llvm::Twine(payload.size() < size ? "truncated" : "corrupt") +
+                  " plan (header says " + llvm::Twine(size) +
+                  " payload bytes, file has " + llvm::Twine(payload.size()) +
+                  "; " + recompile + ")");
   if (payloadCrc(payload) != crc)
     return fileError(name, llvm::Twine("corrupt plan (checksum mismatch; ") +
                                recompile + ")");
@@ -84,7 +82,8 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                                recompile + ")");
   if (plan.format_version() != version)
     return fileError(name, llvm::Twine("corrupt plan (header version ") +
-                               llvm::Twine(version) + " differs from payload "
+                               llvm::Twine(version) +
+                               " differs from payload "
                                "version " +
                                llvm::Twine(plan.format_version()) + "; " +
                                recompile + ")");

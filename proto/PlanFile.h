@@ -1,4 +1,4 @@
-//===- PlanFile.h - Reading and writing Plan files -------------------------===//
+//===- PlanFile.h - Reading and writing Plan files ------------------------===//
 //
 // A plan file is a 24-byte header followed by the binary strata.pb.Plan:
 //

@@ -1,4 +1,4 @@
-//===- CliTest.cpp - strata compile / inspect on the examples --------------===//
+//===- CliTest.cpp - strata compile / inspect on the examples -------------===//
 #include "RunStrata.h"
 
 #include "llvm/Support/JSON.h"
@@ -12,7 +12,8 @@ TEST(Cli, CompileWritesAPlanThatInspectReads) {
   std::string plan = dir.path("tiny.plan");
   RunResult c = runStrata({"compile", example("gpt_tiny"), "-o", plan});
   ASSERT_EQ(c.rc, 0) << c.err;
-  EXPECT_EQ(c.out, "wrote " + plan + " (gpt, 817,920 params, 93 graph nodes)\n");
+  EXPECT_EQ(c.out,
+            "wrote " + plan + " (gpt, 817,920 params, 93 graph nodes)\n");
   EXPECT_EQ(dir.entries().size(), 1u);
 
   RunResult i = runStrata({"inspect", plan});
@@ -85,9 +86,9 @@ TEST(Cli, InspectDotClustersLayers) {
 }
 
 TEST(Cli, EveryVerbHasHelp) {
-  for (std::vector<std::string> args :
-       {std::vector<std::string>{"--help"}, {"compile", "--help"},
-        {"inspect", "--help"}}) {
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"},
+                                        {"compile", "--help"},
+                                        {"inspect", "--help"}}) {
     RunResult r = runStrata(args);
     EXPECT_EQ(r.rc, 0) << args[0];
     EXPECT_NE(r.out.find("USAGE: strata"), std::string::npos) << r.out;

@@ -31,7 +31,8 @@ inline RunResult runStrata(const std::vector<std::string> &args) {
   llvm::sys::fs::createTemporaryFile("strata-out", "txt", outPath);
   llvm::sys::fs::createTemporaryFile("strata-err", "txt", errPath);
   std::vector<llvm::StringRef> argv = {STRATA_BIN};
-  for (const std::string &a : args) argv.push_back(a);
+  for (const std::string &a : args)
+    argv.push_back(a);
   llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, outPath.str(),
                                                  errPath.str()};
   RunResult r;

@@ -55,14 +55,17 @@ TEST_P(CorpusRoundTrip, PrintsIdenticallyAfterProto) {
   expectRoundTrip(*g);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusRoundTrip, ::testing::ValuesIn(corpusFiles()),
-    [](const ::testing::TestParamInfo<std::string> &info) {
-      std::string name = llvm::sys::path::stem(info.param).str();
-      std::replace_if(name.begin(), name.end(),
-                      [](char c) { return !isalnum(uint8_t(c)); }, '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Corpus, CorpusRoundTrip,
+                         ::testing::ValuesIn(corpusFiles()),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           std::string name =
+                               llvm::sys::path::stem(info.param).str();
+                           std::replace_if(
+                               name.begin(), name.end(),
+                               [](char c) { return !isalnum(uint8_t(c)); },
+                               '_');
+                           return name;
+                         });
 
 TEST(GraphProto, CorpusIsNotEmpty) { EXPECT_GE(corpusFiles().size(), 5u); }
 
@@ -90,7 +93,7 @@ TEST(GraphProto, KeepsMeshShardingsAndEveryAttributeKind) {
   ASSERT_EQ(p.mesh().axes_size(), 3);
   EXPECT_EQ(p.mesh().axes(2).name(), "tp");
   EXPECT_EQ(p.nodes(0).results(0).sharding().partial(0), "tp");
-  EXPECT_EQ(p.nodes(1).operands(0), 2u);  // %y: inputs first, then results
+  EXPECT_EQ(p.nodes(1).operands(0), 2u); // %y: inputs first, then results
   EXPECT_EQ(p.outputs(1), 2u);
 }
 
@@ -103,7 +106,8 @@ pb::Graph validProto() {
 
 std::string errorOf(const pb::Graph &p) {
   auto g = graphFromProto(p);
-  if (g) return "<no error>";
+  if (g)
+    return "<no error>";
   return toString(g.takeError());
 }
 
@@ -116,7 +120,7 @@ TEST(GraphProto, RejectsUnknownOp) {
 
 TEST(GraphProto, RejectsForwardAndOutOfRangeOperands) {
   pb::Graph p = validProto();
-  p.mutable_nodes(0)->set_operands(1, 2);  // %y, defined by this node
+  p.mutable_nodes(0)->set_operands(1, 2); // %y, defined by this node
   EXPECT_EQ(errorOf(p), "invalid graph proto: node 0 ('matmul'): operand "
                         "index 2 does not name a value defined before it");
   p = validProto();
@@ -140,7 +144,8 @@ TEST(GraphProto, RejectsBadValues) {
 
   p = validProto();
   p.mutable_inputs(0)->mutable_attrs(0)->clear_value();
-  EXPECT_EQ(errorOf(p), "invalid graph proto: %x: attribute 'axes' has no value");
+  EXPECT_EQ(errorOf(p),
+            "invalid graph proto: %x: attribute 'axes' has no value");
 }
 
 TEST(GraphProto, RejectsWrongArity) {

@@ -26,7 +26,8 @@ std::vector<std::string> opsWithScopes(const std::string &ir) {
   llvm::SplitString(ir, lines, "\n");
   for (llvm::StringRef line : lines) {
     llvm::SmallVector<llvm::StringRef, 3> m;
-    if (node.match(line, &m)) out.push_back((m[1] + "  # " + m[2]).str());
+    if (node.match(line, &m))
+      out.push_back((m[1] + "  # " + m[2]).str());
   }
   return out;
 }
@@ -35,7 +36,8 @@ bool hasLine(const std::string &ir, llvm::StringRef want) {
   llvm::SmallVector<llvm::StringRef, 0> lines;
   llvm::SplitString(ir, lines, "\n");
   for (llvm::StringRef line : lines)
-    if (line.trim().rtrim(',') == want) return true;
+    if (line.trim().rtrim(',') == want)
+      return true;
   return false;
 }
 
@@ -48,18 +50,27 @@ TEST(ModelGraph, GPTBlockMatchesTheModelDefinition) {
       "add  # embed",
       "dropout  # embed",
       "layer_norm  # layers.0.ln1",
-      "matmul  # layers.0.attn.q", "add  # layers.0.attn.q", "reshape  # layers.0.attn.q",
-      "matmul  # layers.0.attn.k", "add  # layers.0.attn.k", "reshape  # layers.0.attn.k",
-      "matmul  # layers.0.attn.v", "add  # layers.0.attn.v", "reshape  # layers.0.attn.v",
+      "matmul  # layers.0.attn.q",
+      "add  # layers.0.attn.q",
+      "reshape  # layers.0.attn.q",
+      "matmul  # layers.0.attn.k",
+      "add  # layers.0.attn.k",
+      "reshape  # layers.0.attn.k",
+      "matmul  # layers.0.attn.v",
+      "add  # layers.0.attn.v",
+      "reshape  # layers.0.attn.v",
       "attention  # layers.0.attn",
       "reshape  # layers.0.attn",
-      "matmul  # layers.0.attn.o", "add  # layers.0.attn.o",
+      "matmul  # layers.0.attn.o",
+      "add  # layers.0.attn.o",
       "dropout  # layers.0.attn.dropout",
       "add  # layers.0.attn.residual",
       "layer_norm  # layers.0.ln2",
-      "matmul  # layers.0.mlp.fc1", "add  # layers.0.mlp.fc1",
+      "matmul  # layers.0.mlp.fc1",
+      "add  # layers.0.mlp.fc1",
       "gelu  # layers.0.mlp.act",
-      "matmul  # layers.0.mlp.fc2", "add  # layers.0.mlp.fc2",
+      "matmul  # layers.0.mlp.fc2",
+      "add  # layers.0.mlp.fc2",
       "dropout  # layers.0.mlp.dropout",
       "add  # layers.0.mlp.residual",
       "layer_norm  # ln_f",
@@ -68,40 +79,41 @@ TEST(ModelGraph, GPTBlockMatchesTheModelDefinition) {
   };
   EXPECT_EQ(opsWithScopes(ir), want) << ir;
 
-  for (const char *line : {
-           "graph @gpt(",
-           "%tokens: i32[2,16] {vocab=60}",
-           "%labels: i32[2,16] {vocab=60}",
-           "%wte: f32[128,32] {init=\"normal\", param, std=0.02}",
-           "%wpe: f32[16,32] {init=\"normal\", param, std=0.02}",
-           "%layers.0.ln1.w: f32[32] {init=\"ones\", param}",
-           "%layers.0.ln1.b: f32[32] {init=\"zeros\", param}",
-           "%layers.0.attn.q.w: f32[32,32] {init=\"normal\", param, std=0.02}",
-           // 0.02 / sqrt(2 * 1 layer)
-           "%layers.0.attn.o.w: f32[32,32] {init=\"normal\", param, "
-           "std=0.014142135623730949}",
-           "%layers.0.mlp.fc1.w: f32[32,128] {init=\"normal\", param, std=0.02}",
-           "%layers.0.mlp.fc2.w: f32[128,32] {init=\"normal\", param, "
-           "std=0.014142135623730949}",
-           "%ln_f.b: f32[32] {init=\"zeros\", param}) {",
-           "%embed.add = add(%embed.gather, %wpe) : f32[2,16,32]  # embed",
-           "%embed.dropout = dropout(%embed.add) {p=0.1, stream=0} : "
-           "f32[2,16,32]  # embed",
-           "%layers.0.attn.attention = attention(%layers.0.attn.q.reshape, "
-           "%layers.0.attn.k.reshape, %layers.0.attn.v.reshape) {causal=true, "
-           "scale=0.35355339059327373} : f32[2,16,4,8]  # layers.0.attn",
-           "%layers.0.attn.dropout.dropout = dropout(%layers.0.attn.o.add) "
-           "{p=0.1, stream=1} : f32[2,16,32]  # layers.0.attn.dropout",
-           "%layers.0.mlp.act.gelu = gelu(%layers.0.mlp.fc1.add) "
-           "{approx=\"tanh\"} : f32[2,16,128]  # layers.0.mlp.act",
-           "%layers.0.mlp.dropout.dropout = dropout(%layers.0.mlp.fc2.add) "
-           "{p=0.1, stream=2} : f32[2,16,32]  # layers.0.mlp.dropout",
-           "%lm_head.matmul = matmul(%ln_f.layer_norm, %wte) {transpose_b=true} "
-           ": f32[2,16,128]  # lm_head",
-           "%loss.cross_entropy = cross_entropy(%lm_head.matmul, %labels) : "
-           "f32[]  # loss",
-           "return %loss.cross_entropy",
-       })
+  for (
+      const char *line : {
+          "graph @gpt(",
+          "%tokens: i32[2,16] {vocab=60}",
+          "%labels: i32[2,16] {vocab=60}",
+          "%wte: f32[128,32] {init=\"normal\", param, std=0.02}",
+          "%wpe: f32[16,32] {init=\"normal\", param, std=0.02}",
+          "%layers.0.ln1.w: f32[32] {init=\"ones\", param}",
+          "%layers.0.ln1.b: f32[32] {init=\"zeros\", param}",
+          "%layers.0.attn.q.w: f32[32,32] {init=\"normal\", param, std=0.02}",
+          // 0.02 / sqrt(2 * 1 layer)
+          "%layers.0.attn.o.w: f32[32,32] {init=\"normal\", param, "
+          "std=0.014142135623730949}",
+          "%layers.0.mlp.fc1.w: f32[32,128] {init=\"normal\", param, std=0.02}",
+          "%layers.0.mlp.fc2.w: f32[128,32] {init=\"normal\", param, "
+          "std=0.014142135623730949}",
+          "%ln_f.b: f32[32] {init=\"zeros\", param}) {",
+          "%embed.add = add(%embed.gather, %wpe) : f32[2,16,32]  # embed",
+          "%embed.dropout = dropout(%embed.add) {p=0.1, stream=0} : "
+          "f32[2,16,32]  # embed",
+          "%layers.0.attn.attention = attention(%layers.0.attn.q.reshape, "
+          "%layers.0.attn.k.reshape, %layers.0.attn.v.reshape) {causal=true, "
+          "scale=0.35355339059327373} : f32[2,16,4,8]  # layers.0.attn",
+          "%layers.0.attn.dropout.dropout = dropout(%layers.0.attn.o.add) "
+          "{p=0.1, stream=1} : f32[2,16,32]  # layers.0.attn.dropout",
+          "%layers.0.mlp.act.gelu = gelu(%layers.0.mlp.fc1.add) "
+          "{approx=\"tanh\"} : f32[2,16,128]  # layers.0.mlp.act",
+          "%layers.0.mlp.dropout.dropout = dropout(%layers.0.mlp.fc2.add) "
+          "{p=0.1, stream=2} : f32[2,16,32]  # layers.0.mlp.dropout",
+          "%lm_head.matmul = matmul(%ln_f.layer_norm, %wte) {transpose_b=true} "
+          ": f32[2,16,128]  # lm_head",
+          "%loss.cross_entropy = cross_entropy(%lm_head.matmul, %labels) : "
+          "f32[]  # loss",
+          "return %loss.cross_entropy",
+      })
     EXPECT_TRUE(hasLine(ir, line)) << "missing line: " << line << "\n" << ir;
 }
 
@@ -112,15 +124,21 @@ TEST(ModelGraph, LlamaBlockMatchesTheModelDefinition) {
   std::vector<std::string> want = {
       "gather  # embed",
       "rms_norm  # layers.0.ln1",
-      "matmul  # layers.0.attn.q", "reshape  # layers.0.attn.q", "rope  # layers.0.attn.q",
-      "matmul  # layers.0.attn.k", "reshape  # layers.0.attn.k", "rope  # layers.0.attn.k",
-      "matmul  # layers.0.attn.v", "reshape  # layers.0.attn.v",
+      "matmul  # layers.0.attn.q",
+      "reshape  # layers.0.attn.q",
+      "rope  # layers.0.attn.q",
+      "matmul  # layers.0.attn.k",
+      "reshape  # layers.0.attn.k",
+      "rope  # layers.0.attn.k",
+      "matmul  # layers.0.attn.v",
+      "reshape  # layers.0.attn.v",
       "attention  # layers.0.attn",
       "reshape  # layers.0.attn",
       "matmul  # layers.0.attn.o",
       "add  # layers.0.attn.residual",
       "rms_norm  # layers.0.ln2",
-      "matmul  # layers.0.mlp.gate", "silu  # layers.0.mlp.gate",
+      "matmul  # layers.0.mlp.gate",
+      "silu  # layers.0.mlp.gate",
       "matmul  # layers.0.mlp.up",
       "mul  # layers.0.mlp.act",
       "matmul  # layers.0.mlp.down",
@@ -137,7 +155,8 @@ TEST(ModelGraph, LlamaBlockMatchesTheModelDefinition) {
            "%layers.0.attn.k.w: f32[32,16] {init=\"normal\", param, std=0.02}",
            "%layers.0.attn.o.w: f32[32,32] {init=\"normal\", param, "
            "std=0.014142135623730949}",
-           "%layers.0.mlp.gate.w: f32[32,88] {init=\"normal\", param, std=0.02}",
+           "%layers.0.mlp.gate.w: f32[32,88] {init=\"normal\", param, "
+           "std=0.02}",
            "%layers.0.mlp.down.w: f32[88,32] {init=\"normal\", param, "
            "std=0.014142135623730949}",
            "%lm_head.w: f32[32,128] {init=\"normal\", param, std=0.02}) {",

@@ -1,4 +1,4 @@
-//===- ModelSpecTest.cpp - Spec parsing, checks and defaults ---------------===//
+//===- ModelSpecTest.cpp - Spec parsing, checks and defaults --------------===//
 #include "TestSpecs.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -17,7 +17,7 @@ constexpr const char *kBase =
 struct BadSpec {
   const char *what;
   std::string text;
-  const char *error;  // the whole message, located
+  const char *error; // the whole message, located
 };
 
 class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
@@ -32,16 +32,20 @@ TEST_P(BadSpecTest, ReportsLocatedError) {
 INSTANTIATE_TEST_SUITE_P(
     Specs, BadSpecTest,
     ::testing::Values(
-        BadSpec{"unknown field, with a suggestion", std::string(kBase) + "hiden: 3\n",
-                "spec.textproto:3:1: error: unknown field 'hiden' (did you mean "
-                "'hidden'?)"},
-        BadSpec{"unknown field, nothing close", std::string(kBase) + "  colour: 3\n",
+        BadSpec{
+            "unknown field, with a suggestion",
+            std::string(kBase) + "hiden: 3\n",
+            "spec.textproto:3:1: error: unknown field 'hiden' (did you mean "
+            "'hidden'?)"},
+        BadSpec{"unknown field, nothing close",
+                std::string(kBase) + "  colour: 3\n",
                 "spec.textproto:3:3: error: unknown field 'colour' (see "
                 "proto/model_spec.proto for the fields)"},
         BadSpec{"unknown enum value", "family: GTP\n",
                 "spec.textproto:1:9: error: unknown value 'GTP' for field "
                 "'family' (expected GPT or LLAMA)"},
-        BadSpec{"string for an integer", std::string(kBase) + "micro_batch: \"8\"\n",
+        BadSpec{"string for an integer",
+                std::string(kBase) + "micro_batch: \"8\"\n",
                 "spec.textproto:3:14: error: Expected integer, got: \"8\""},
         BadSpec{"unclosed message", std::string(kBase) + "training {\n",
                 "spec.textproto:4:1: error: Expected identifier, got: "},
@@ -62,22 +66,24 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.textproto:2:1: error: heads (3) must divide hidden (100) "
                 "(each head gets hidden / heads dimensions; pick heads among "
                 "the divisors of hidden)"},
-        BadSpec{"kv_heads not dividing heads",
-                "family: LLAMA vocab_size: 65 hidden: 64 layers: 2 heads: 4\n"
-                "seq_len: 16 kv_heads: 3\n",
-                "spec.textproto:2:13: error: kv_heads (3) must divide heads (4) "
-                "(each kv head serves heads / kv_heads query heads; pick "
-                "kv_heads among the divisors of heads)"},
+        BadSpec{
+            "kv_heads not dividing heads",
+            "family: LLAMA vocab_size: 65 hidden: 64 layers: 2 heads: 4\n"
+            "seq_len: 16 kv_heads: 3\n",
+            "spec.textproto:2:13: error: kv_heads (3) must divide heads (4) "
+            "(each kv head serves heads / kv_heads query heads; pick "
+            "kv_heads among the divisors of heads)"},
         BadSpec{"GQA on GPT", std::string(kBase) + "kv_heads: 2\n",
                 "spec.textproto:3:1: error: GPT has no grouped-query attention "
                 "(kv_heads must be 0 or equal heads; use family: LLAMA for "
                 "GQA)"},
-        BadSpec{"odd head_dim with rope",
-                "family: LLAMA vocab_size: 65 hidden: 60 layers: 2\n"
-                "heads: 4 seq_len: 16\n",
-                "spec.textproto:2:1: error: head_dim = hidden / heads = 15 must "
-                "be even for rotary embeddings (RoPE rotates pairs of "
-                "dimensions; change heads or hidden)"},
+        BadSpec{
+            "odd head_dim with rope",
+            "family: LLAMA vocab_size: 65 hidden: 60 layers: 2\n"
+            "heads: 4 seq_len: 16\n",
+            "spec.textproto:2:1: error: head_dim = hidden / heads = 15 must "
+            "be even for rotary embeddings (RoPE rotates pairs of "
+            "dimensions; change heads or hidden)"},
         BadSpec{"zero seq_len",
                 "family: GPT vocab_size: 65 hidden: 64 layers: 2 heads: 4\n"
                 "seq_len: 0\n",
@@ -98,9 +104,11 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.textproto: error: missing required field 'seq_len' (add "
                 "`seq_len: 1024`)"},
         BadSpec{"bad training field, nested location",
-                std::string(kBase) + "training {\n  steps: 100\n  beta2: 1.5\n}\n",
+                std::string(kBase) +
+                    "training {\n  steps: 100\n  beta2: 1.5\n}\n",
                 "spec.textproto:5:3: error: beta2 must be in [0, 1), got 1.5"},
-        BadSpec{"min_lr above lr", std::string(kBase) + "training { lr: 1e-5 }\n",
+        BadSpec{"min_lr above lr",
+                std::string(kBase) + "training { lr: 1e-5 }\n",
                 "spec.textproto:3:12: error: min_lr (6e-05) must not exceed lr "
                 "(1e-05) (the schedule decays from lr down to min_lr; lower "
                 "min_lr or raise lr)"},
@@ -109,17 +117,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.textproto:3:23: error: decay_iters (100) must be greater "
                 "than warmup (100) (the cosine decay runs from the end of "
                 "warmup to decay_iters; shorten warmup or raise decay_iters)"},
-        BadSpec{"byte tokenizer with a small vocab",
-                std::string(kBase) + "data { tokenizer: BYTE }\n",
-                "spec.textproto:3:8: error: the BYTE tokenizer needs vocab_size "
-                ">= 256, got 65 (raise vocab_size to 256)"}));
+        BadSpec{
+            "byte tokenizer with a small vocab",
+            std::string(kBase) + "data { tokenizer: BYTE }\n",
+            "spec.textproto:3:8: error: the BYTE tokenizer needs vocab_size "
+            ">= 256, got 65 (raise vocab_size to 256)"}));
 
 TEST(ModelSpec, AllExamplesLoad) {
   std::error_code ec;
   int n = 0;
   for (llvm::sys::fs::directory_iterator it(sourcePath("examples"), ec), end;
        it != end && !ec; it.increment(ec)) {
-    if (llvm::sys::path::extension(it->path()) != ".textproto") continue;
+    if (llvm::sys::path::extension(it->path()) != ".textproto")
+      continue;
     ++n;
     auto spec = loadModelSpec(it->path());
     EXPECT_TRUE(bool(spec)) << toString(spec.takeError());
@@ -144,7 +154,7 @@ TEST(ModelSpec, ResolvesFamilyDefaults) {
   EXPECT_TRUE(gpt.tieEmbeddings);
 
   ModelConfig tiny = resolveModelSpec(loadExample("llama_tiny"));
-  EXPECT_EQ(tiny.ffn, 352);  // 2/3 * 512 = 341 -> multiple of 32
+  EXPECT_EQ(tiny.ffn, 352); // 2/3 * 512 = 341 -> multiple of 32
   EXPECT_EQ(tiny.kvHeads, 2);
   EXPECT_EQ(tiny.paddedVocab, 128);
   EXPECT_FALSE(tiny.tieEmbeddings);
@@ -152,7 +162,7 @@ TEST(ModelSpec, ResolvesFamilyDefaults) {
 
 TEST(ModelSpec, LlamaDefaultFfnMatchesLlama2) {
   EXPECT_EQ(defaultFfn(pb::ModelSpec::LLAMA, 4096, 256), 11008);
-  EXPECT_EQ(defaultFfn(pb::ModelSpec::LLAMA, 5120, 256), 13824);  // 13B
+  EXPECT_EQ(defaultFfn(pb::ModelSpec::LLAMA, 5120, 256), 13824); // 13B
   EXPECT_EQ(defaultFfn(pb::ModelSpec::GPT, 1600, 256), 6400);
 }
 

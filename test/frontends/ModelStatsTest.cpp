@@ -1,4 +1,4 @@
-//===- ModelStatsTest.cpp - Parameter counts and FLOPs ---------------------===//
+//===- ModelStatsTest.cpp - Parameter counts and FLOPs --------------------===//
 #include "TestSpecs.h"
 
 #include "frontends/ModelStats.h"
@@ -19,7 +19,7 @@ TEST(ModelStats, GPT2SmallUnpaddedIsExactly124439808) {
   EXPECT_EQ(s.layers[5].mlp, 2 * 768 * 3072 + 3072 + 768);
   EXPECT_EQ(s.layers[5].norms, 4 * 768);
   EXPECT_EQ(s.finalNorm, 2 * 768);
-  EXPECT_EQ(s.head, 0);  // tied
+  EXPECT_EQ(s.head, 0); // tied
   EXPECT_EQ(s.other, 0);
 }
 
@@ -60,8 +60,8 @@ TEST(ModelStats, MegatronFlopsFormula) {
   // 96·B·s·l·h²·(1 + s/(6h) + V/(16lh)) for GPT-2 small, B = 8:
   // 96·8·1024·12·768² · (1 + 1024/4608 + 50304/147456)
   ModelConfig c = resolveModelSpec(loadExample("gpt2_124m"));
-  double expected = 96.0 * 8 * 1024 * 12 * 768 * 768 *
-                    (1 + 1024.0 / 4608 + 50304.0 / 147456);
+  double expected =
+      96.0 * 8 * 1024 * 12 * 768 * 768 * (1 + 1024.0 / 4608 + 50304.0 / 147456);
   EXPECT_DOUBLE_EQ(megatronFlopsPerStep(c, 8), expected);
   EXPECT_DOUBLE_EQ(megatronFlopsPerToken(c), expected / (8 * 1024));
   // About 6·N per token for the matmuls, 8/6 of that with recompute, plus

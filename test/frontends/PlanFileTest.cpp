@@ -23,7 +23,8 @@ pb::Plan tinyPlan() {
 
 std::string errorOf(llvm::StringRef bytes) {
   auto plan = parsePlan(bytes, "p.plan");
-  if (plan) return "<no error>";
+  if (plan)
+    return "<no error>";
   return toString(plan.takeError());
 }
 

@@ -1,4 +1,4 @@
-//===- Compile.cpp - `strata compile SPEC -o FILE` -------------------------===//
+//===- Compile.cpp - `strata compile SPEC -o FILE` ------------------------===//
 //
 // Reads a model spec, builds and verifies its graph and writes the Plan
 // atomically: on any error nothing is written.
@@ -28,13 +28,15 @@ cl::opt<std::string> outputPath("o", cl::Required,
 
 int runCompile() {
   auto spec = loadModelSpec(specPath);
-  if (!spec) return reportError(spec.takeError());
+  if (!spec)
+    return reportError(spec.takeError());
   auto plan = compilePlan(*spec);
   if (!plan) {
     reportError(plan.takeError());
     return kExitInternalError;
   }
-  if (Error e = writePlanFile(outputPath, *plan)) return reportError(std::move(e));
+  if (Error e = writePlanFile(outputPath, *plan))
+    return reportError(std::move(e));
   outs() << "wrote " << outputPath << " ("
          << resolveModelSpec(*spec).familyName() << ", "
          << withCommas(plan->info().num_params()) << " params, "

@@ -1,4 +1,4 @@
-//===- Dot.cpp - Graphviz rendering of a graph -----------------------------===//
+//===- Dot.cpp - Graphviz rendering of a graph ----------------------------===//
 #include "tools/strata/Dot.h"
 
 #include "llvm/ADT/MapVector.h"
@@ -15,7 +15,8 @@ namespace {
 
 /// "layers.3" for a scope or parameter name inside layer 3, else "".
 llvm::StringRef layerOf(llvm::StringRef name) {
-  if (!name.startswith("layers.")) return "";
+  if (!name.startswith("layers."))
+    return "";
   size_t dot = name.find('.', strlen("layers."));
   return name.substr(0, dot);
 }
@@ -23,7 +24,8 @@ llvm::StringRef layerOf(llvm::StringRef name) {
 std::string escape(llvm::StringRef s) {
   std::string out;
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
+    if (c == '"' || c == '\\')
+      out += '\\';
     out += c;
   }
   return out;
@@ -35,7 +37,8 @@ void printGraphDot(llvm::raw_ostream &os, const Graph &g) {
   // Statements per cluster ("" = top level), clusters in first-seen order.
   llvm::MapVector<llvm::StringRef, std::vector<std::string>> clusters;
   clusters[""];
-  std::vector<std::string> defOf(g.numValues());  // dot id of each value's source
+  std::vector<std::string> defOf(
+      g.numValues()); // dot id of each value's source
 
   for (ValueId v : g.inputs()) {
     const Value &val = g.value(v);
@@ -52,9 +55,9 @@ void printGraphDot(llvm::raw_ostream &os, const Graph &g) {
       defOf[r] = id;
       label += "\\n" + g.type(r).str();
     }
-    clusters[layerOf(node.scope)].push_back(
-        id + " [shape=box, label=\"" + label + "\", tooltip=\"" +
-        escape(node.scope) + "\"];");
+    clusters[layerOf(node.scope)].push_back(id + " [shape=box, label=\"" +
+                                            label + "\", tooltip=\"" +
+                                            escape(node.scope) + "\"];");
   }
 
   os << "digraph \"" << escape(g.name) << "\" {\n";
@@ -67,8 +70,10 @@ void printGraphDot(llvm::raw_ostream &os, const Graph &g) {
       os << "  subgraph cluster_" << id << " {\n    label=\"" << layer
          << "\";\n";
     }
-    for (const std::string &s : stmts) os << indent << s << '\n';
-    if (!layer.empty()) os << "  }\n";
+    for (const std::string &s : stmts)
+      os << indent << s << '\n';
+    if (!layer.empty())
+      os << "  }\n";
   }
   for (size_t n = 0; n < g.nodes().size(); ++n)
     for (ValueId o : g.node(n).operands)

@@ -1,4 +1,4 @@
-//===- Dot.h - Graphviz rendering of a graph -------------------------------===//
+//===- Dot.h - Graphviz rendering of a graph ------------------------------===//
 #pragma once
 
 #include "ir/Graph.h"

@@ -1,4 +1,4 @@
-//===- Driver.cpp - Spec -> plan, and loading what the verbs read ----------===//
+//===- Driver.cpp - Spec -> plan, and loading what the verbs read ---------===//
 #include "tools/strata/Driver.h"
 
 #include "frontends/ModelStats.h"
@@ -44,26 +44,29 @@ llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
   LoadedPlan out;
   if (isSpecPath(path)) {
     auto spec = loadModelSpec(path);
-    if (!spec) return spec.takeError();
+    if (!spec)
+      return spec.takeError();
     auto plan = compilePlan(*spec);
-    if (!plan) return plan.takeError();
+    if (!plan)
+      return plan.takeError();
     out.plan = std::move(*plan);
   } else {
     auto plan = readPlanFile(path);
-    if (!plan) return plan.takeError();
+    if (!plan)
+      return plan.takeError();
     out.plan = std::move(*plan);
     if (llvm::Error e = checkModelSpec(out.plan.model(), path))
       return e;
   }
   auto graph = graphFromProto(out.plan.logical_graph());
   if (!graph)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": error: " +
-                                       toString(graph.takeError()));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": error: " + toString(graph.takeError()));
   if (llvm::Error e = verifyGraph(*graph))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   path + ": error: invalid plan graph: " +
-                                       toString(std::move(e)));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": error: invalid plan graph: " + toString(std::move(e)));
   out.graph = std::move(*graph);
   out.config = resolveModelSpec(out.plan.model());
   return out;
@@ -72,7 +75,8 @@ llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
 std::string withCommas(int64_t n) {
   std::string digits = std::to_string(n < 0 ? -n : n), out;
   for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
     out += digits[i];
   }
   return n < 0 ? "-" + out : out;

@@ -1,4 +1,4 @@
-//===- Driver.h - Spec -> plan, and loading what the verbs read ------------===//
+//===- Driver.h - Spec -> plan, and loading what the verbs read -----------===//
 //
 // The steps shared by the verbs: compile a model spec into a Plan, and load
 // either a plan file or a spec (compiled in memory) with its graph and

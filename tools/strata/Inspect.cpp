@@ -1,4 +1,4 @@
-//===- Inspect.cpp - `strata inspect (FILE.plan|SPEC)` ---------------------===//
+//===- Inspect.cpp - `strata inspect (FILE.plan|SPEC)` --------------------===//
 //
 // Prints what a plan (or a spec, compiled in memory) contains: a summary
 // table by default, or the IR text (--ir), a JSON summary (--json) or a
@@ -22,8 +22,9 @@ using namespace llvm;
 namespace strata {
 namespace {
 
-cl::SubCommand inspectCmd("inspect",
-                          "Summarize a plan or a model spec (params, FLOPs, graph)");
+cl::SubCommand
+    inspectCmd("inspect",
+               "Summarize a plan or a model spec (params, FLOPs, graph)");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::Required,
                                cl::desc("<plan file or model spec .textproto>"),
@@ -41,7 +42,8 @@ cl::opt<bool> printDot("dot",
 std::string flops(double f) {
   const char *units[] = {"", "K", "M", "G", "T", "P", "E"};
   int u = 0;
-  while (f >= 1000 && u < 6) f /= 1000, ++u;
+  while (f >= 1000 && u < 6)
+    f /= 1000, ++u;
   std::string s;
   raw_string_ostream os(s);
   os << format("%.3g ", f) << units[u] << "FLOP";
@@ -77,8 +79,8 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
        << (note.empty() ? "" : "  ") << note << '\n';
   };
 
-  os << "model " << (spec.name().empty() ? c.familyName() : StringRef(spec.name()))
-     << '\n';
+  os << "model "
+     << (spec.name().empty() ? c.familyName() : StringRef(spec.name())) << '\n';
   row("family", c.isGPT() ? "GPT" : "Llama");
   row("plan format", Twine(p.plan.format_version()) + " (strata " +
                          p.plan.strata_version() + ")");
@@ -92,9 +94,10 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
   row("vocab", Twine(c.vocab) + " real, " + Twine(c.paddedVocab) +
                    " padded (multiple of " +
                    Twine(spec.make_vocab_size_divisible_by()) + ")");
-  row("embeddings", c.tieEmbeddings ? "tied (logits = x @ wte^T)"
-                                    : "untied (lm_head.w)");
-  if (c.dropout > 0) row("dropout", formatv("{0}", c.dropout).str());
+  row("embeddings",
+      c.tieEmbeddings ? "tied (logits = x @ wte^T)" : "untied (lm_head.w)");
+  if (c.dropout > 0)
+    row("dropout", formatv("{0}", c.dropout).str());
 
   os << "parameters\n";
   count("embedding", ps.embedding, c.isGPT() ? "wte, wpe" : "wte");
@@ -112,11 +115,13 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
     count("  attention", l.attention);
     count("  mlp", l.mlp);
     count("  norms", l.norms);
-    if (uniform) break;
+    if (uniform)
+      break;
   }
   count("final norm", ps.finalNorm);
   count("lm head", ps.head, c.tieEmbeddings ? "tied to wte" : "");
-  if (ps.other) count("other", ps.other);
+  if (ps.other)
+    count("other", ps.other);
   count("total", ps.total);
 
   int64_t seqs = sequencesPerStep(p);
@@ -158,13 +163,12 @@ json::Value summaryJson(const LoadedPlan &p) {
       {"padded_vocab_size", c.paddedVocab},
       {"tie_embeddings", c.tieEmbeddings},
       {"dropout", c.dropout},
-      {"params",
-       json::Object{{"embedding", ps.embedding},
-                    {"layers", std::move(layers)},
-                    {"final_norm", ps.finalNorm},
-                    {"head", ps.head},
-                    {"other", ps.other},
-                    {"total", ps.total}}},
+      {"params", json::Object{{"embedding", ps.embedding},
+                              {"layers", std::move(layers)},
+                              {"final_norm", ps.finalNorm},
+                              {"head", ps.head},
+                              {"other", ps.other},
+                              {"total", ps.total}}},
       {"flops",
        json::Object{{"formula", "megatron: 96*B*s*l*h^2*(1 + s/(6h) + "
                                 "V/(16lh)), forward + backward + recompute"},
@@ -185,11 +189,16 @@ int runInspect() {
     return kExitUserError;
   }
   auto loaded = loadPlanOrSpec(inputPath);
-  if (!loaded) return reportError(loaded.takeError());
-  if (printIR) printGraph(outs(), loaded->graph);
-  else if (printJson) outs() << formatv("{0:2}", summaryJson(*loaded)) << '\n';
-  else if (printDot) printGraphDot(outs(), loaded->graph);
-  else printSummary(outs(), *loaded);
+  if (!loaded)
+    return reportError(loaded.takeError());
+  if (printIR)
+    printGraph(outs(), loaded->graph);
+  else if (printJson)
+    outs() << formatv("{0:2}", summaryJson(*loaded)) << '\n';
+  else if (printDot)
+    printGraphDot(outs(), loaded->graph);
+  else
+    printSummary(outs(), *loaded);
   return kExitOk;
 }
 

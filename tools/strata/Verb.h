@@ -1,4 +1,4 @@
-//===- Verb.h - How a `strata` verb plugs into the driver ------------------===//
+//===- Verb.h - How a `strata` verb plugs into the driver -----------------===//
 //
 // A verb is one file: it defines an llvm::cl::SubCommand, its options (in
 // `strataCategory()`, `cl::sub(ThatCommand)`), a run function, and registers

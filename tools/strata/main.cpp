@@ -1,4 +1,4 @@
-//===- main.cpp - The `strata` command-line driver -------------------------===//
+//===- main.cpp - The `strata` command-line driver ------------------------===//
 //
 // `strata <verb> [options]`: dispatches to the verb chosen on the command line
 // (see Verb.h). Option errors exit with code 1.
@@ -45,11 +45,10 @@ int main(int argc, char **argv) {
        << ")\n";
   });
   cl::ParseCommandLineOptions(
-      argc, argv,
-      "strata: compile and run transformer training in parallel\n");
+      argc, argv, "strata: compile and run transformer training in parallel\n");
   for (const Verb &v : registeredVerbs())
-    if (*v.command) return v.run();
-  WithColor::error(errs(), "strata")
-      << "no verb given (try `strata --help`)\n";
+    if (*v.command)
+      return v.run();
+  WithColor::error(errs(), "strata") << "no verb given (try `strata --help`)\n";
   return kExitUserError;
 }
