@@ -169,6 +169,7 @@ pb::Graph graphToProto(const Graph &g) {
   p.set_name(g.name);
   if (g.mesh)
     *p.mutable_mesh() = meshToProto(*g.mesh);
+  p.set_partitioned(g.partitioned);
   // Proto numbering: inputs first, then node results in order.
   llvm::DenseMap<ValueId, uint32_t> index;
   uint32_t next = 0;
@@ -202,6 +203,7 @@ llvm::Expected<Graph> graphFromProto(const pb::Graph &p) {
       return mesh.takeError();
     g.mesh = std::move(*mesh);
   }
+  g.partitioned = p.partitioned();
   llvm::StringSet<> names;
   std::vector<ValueId> ids; // proto index -> ValueId
   auto place = [&](ValueId id, ValueParts &v) {
