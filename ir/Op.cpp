@@ -290,8 +290,9 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     if (q.shape[2] % kk.shape[2] != 0)
       return err("query heads " + std::to_string(q.shape[2]) +
                  " not a multiple of kv heads " + std::to_string(kk.shape[2]));
-    if (attrs.getBool("causal") && q.shape[1] != kk.shape[1])
-      return err("causal attention needs equal q and kv lengths");
+    if (q.shape[1] != kk.shape[1])
+      return err("self-attention needs equal q and kv lengths, got " +
+                 std::to_string(q.shape[1]) + " and " + std::to_string(kk.shape[1]));
     if (o) {
       if (auto e = sameType(in[0], q, "dout and q")) return e;
       return Types{q, kk, v};

@@ -116,10 +116,19 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   std::string specText;
   google::protobuf::TextFormat::PrintToString(spec, &specText);
   if (ckpt) {
+    // A resumed run may extend `steps`; everything else must match.
     const llvm::json::Value *saved = ckpt->meta.get("spec");
-    if (!saved || !saved->getAsString() || *saved->getAsString() != specText)
+    pb::ModelSpec savedSpec, current = spec;
+    if (!saved || !saved->getAsString() ||
+        !google::protobuf::TextFormat::ParseFromString(saved->getAsString()->str(),
+                                                       &savedSpec))
+      return err(ckptFile + ": error: the checkpoint has no readable model spec");
+    savedSpec.mutable_training()->clear_steps();
+    current.mutable_training()->clear_steps();
+    if (savedSpec.SerializeAsString() != current.SerializeAsString())
       return err(ckptFile + ": error: the checkpoint was trained with a different "
-                 "model or training spec (resume with the same spec and overrides)");
+                 "model or training spec (resume with the same spec and overrides; "
+                 "only --steps may change)");
   }
 
   auto dataset = TokenDataset::open(opts.dataPath, *tokenizer, opts.outDir);

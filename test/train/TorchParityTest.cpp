@@ -187,8 +187,9 @@ TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
     });
     ASSERT_TRUE(bool(st)) << llvm::toString(st.takeError());
     ours.set(s, st->loss);
-    if (const HostTensor *norms = ref->train.lookup("grad_norm"))
+    if (const HostTensor *norms = ref->train.lookup("grad_norm")) {
       EXPECT_NEAR(st->gradNorm, norms->get(s), 1e-4 * norms->get(s)) << "step " << s;
+    }
   }
   EXPECT_TRUE(closeTo(ours, losses, "losses of 10 AdamW steps"));
   for (auto &[name, tensor] : t.namedParams())
