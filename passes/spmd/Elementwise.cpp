@@ -48,10 +48,16 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
                         [&](const std::string &a) { return usesAxis(dims, a); });
   };
 
+  // Operands whose partial sums were already reduced for another consumer
+  // are used whole: that reduction is paid for.
+  llvm::SmallVector<ValueId, 4> xs;
+  for (unsigned i = 0; i < count; ++i)
+    xs.push_back(p.reducedIfAvailable(p.operand(i)));
+
   // Merge the operands' splits.
   Dims dims(shape.size());
   for (unsigned i : order) {
-    ValueId x = p.operand(i);
+    ValueId x = xs[i];
     TensorType t = p.globalType(x);
     const Sharding &s = p.sharding(x);
     size_t off = shape.size() - t.shape.size();
@@ -68,7 +74,7 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
   DimAxes pass;
   llvm::SmallVector<bool, 4> carries(count, false);
   auto partial = [&](unsigned i) -> const DimAxes & {
-    return p.sharding(p.operand(i)).partial;
+    return p.sharding(xs[i]).partial;
   };
   switch (spec.linearity) {
   case Linearity::None:
@@ -117,7 +123,7 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
   plan.result.dims = dims;
   plan.result.partial = pass;
   for (unsigned i = 0; i < count; ++i) {
-    ValueId x = p.operand(i);
+    ValueId x = xs[i];
     Sharding target = alignedSharding(dims, shape, p.globalType(x));
     if (carries[i]) target.partial = pass;
     auto r = p.reshard(x, target,

@@ -210,6 +210,9 @@ void registerMegatronSeedsPass() {
          if (!sp) return sp.takeError();
          if (*sp != 0 && *sp != 1)
            return err("option sp must be 0 or 1 (got " + str(*sp) + ")");
+         if (*tp < 1 || *dp < 1)
+           return err("tp and dp must be >= 1 (got tp=" + str(*tp) +
+                      ", dp=" + str(*dp) + ")");
          options.tp = *tp;
          options.dp = *dp;
          options.sp = *sp == 1;

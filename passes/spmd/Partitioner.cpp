@@ -178,8 +178,8 @@ llvm::Error Partitioner::partitionNode() {
   case OpKind::AllToAll: case OpKind::BroadcastFrom: case OpKind::Send:
   case OpKind::Recv: case OpKind::ShardSlice: case OpKind::PickLabel:
   case OpKind::OneHot:
-    return fail("the graph already has collectives (spmd partitions the "
-                "logical graph once, before pipeline and other passes)");
+    return fail("the graph is already partitioned (spmd partitions the "
+                "logical graph once, before the pipeline and later passes)");
   }
   return fail("no partitioning rule");
 }
@@ -220,13 +220,16 @@ llvm::Error Partitioner::partitionOutputs() {
     const Value &sv = src_.value(o);
     scope_ = sv.isInput() ? std::string("outputs") : src_.node(sv.defNode).scope;
     backward_ = !sv.isInput() && isBackward(src_.node(sv.defNode));
-    bool isGrad = gradParam(src_, sv.name) != kNoValue;
+    ValueId param = gradParam(src_, sv.name);
+    std::string kept = options_.keepPartial.empty()
+                           ? std::string("no partial sums")
+                           : "partial only over " + axesStr(options_.keepPartial);
     auto r = reshard(v, want,
-                     isGrad ? "output %" + sv.name +
-                                  " (laid out like its parameter, partial "
-                                  "only over the kept axes)"
-                            : "output %" + sv.name +
-                                  " (partial only over the kept axes)");
+                     "output %" + sv.name + " (" +
+                         (param != kNoValue
+                              ? "the layout of %" + src_.value(param).name + ", "
+                              : std::string()) +
+                         kept + ")");
     if (!r) return r.takeError();
     // The output keeps its name; the value before the reshard is renamed.
     if (*r != v && dst_.value(v).name == sv.name) {

@@ -90,6 +90,10 @@ public:
   llvm::Expected<ValueId> reshard(ValueId v, const Sharding &to,
                                   const llvm::Twine &why);
 
+  /// `v` reduced over its partial axes if an earlier reshard already did
+  /// that (a free whole value), else `v`.
+  ValueId reducedIfAvailable(ValueId v) const;
+
   /// Appends `op` in the current node's scope (and backward marker) with
   /// local result types from shape inference; result i gets shardings[i] and
   /// the name names[i] (a fresh one derived from the current node if empty).

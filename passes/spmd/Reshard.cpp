@@ -29,6 +29,14 @@ StrList toList(llvm::ArrayRef<std::string> axes) {
 }
 } // namespace
 
+ValueId Partitioner::reducedIfAvailable(ValueId v) const {
+  if (sharding(v).partial.empty()) return v;
+  Sharding whole = sharding(v);
+  whole.partial.clear();
+  auto it = reshardCache_.find({v, shardingStr(whole)});
+  return it == reshardCache_.end() ? v : it->second;
+}
+
 llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
                                              const llvm::Twine &why) {
   if (sharding(v) == to) return v;
