@@ -3,10 +3,10 @@
 // An elementwise op runs on any layout as long as its operands agree, so the
 // rule only picks one: the operands' splits merged in priority order (a split
 // beats a whole dim, since slicing is free and gathering is not; an axis
-// splits one dim only). Partial sums pass through where the op is linear in
-// them (add of partials, mul by a whole factor, dropout, grad ops' dy) and are
-// reduced otherwise; a hint from later consumers turns that reduction into a
-// reduce_scatter when they want the value split over the reduced axis.
+// splits one dim only), then split further as later consumers want (the hint;
+// a reduction of a partial sum becomes a reduce_scatter). Partial sums pass
+// through where the op is linear in them (add of partials, mul by a whole
+// factor, dropout, grad ops' dy) and are reduced otherwise.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/spmd/Handlers.h"
@@ -101,20 +101,16 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
     break;
   }
 
-  // A hint that splits a dim over axes being reduced (or passing) makes the
-  // reduction a reduce_scatter.
+  // Split further where the consumers want it (the hint): whole operands are
+  // sliced for free, and partial sums over those axes are reduce-scattered
+  // rather than all-reduced.
   if (const Dims *h = p.hint()) {
     for (size_t d = 0; d < shape.size(); ++d) {
       const DimAxes &axes = (*h)[d];
       if (axes.empty() || !dims[d].empty() || whole(d) || used(dims, axes) ||
           shape[d] % groupSize(p.mesh(), axes))
         continue;
-      bool reduced = llvm::all_of(axes, [&](const std::string &a) {
-        for (unsigned i = 0; i < count; ++i)
-          if (llvm::is_contained(partial(i), a)) return true;
-        return false;
-      });
-      if (reduced) dims[d] = axes;
+      dims[d] = axes;
     }
   }
   llvm::erase_if(pass, [&](const std::string &a) { return usesAxis(dims, a); });

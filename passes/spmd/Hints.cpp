@@ -6,7 +6,8 @@
 // sequence-parallel residual stream), and which layout a value without
 // operands (fill, a scatter_add's rows) should be created in. Hints answer
 // them: a sweep in reverse program order carries annotated and output layouts
-// back through ops that keep their operands' dims.
+// back through ops that keep their operands' dims, to operands used by that
+// op only (a value with other users may be wanted whole by them).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/spmd/Partitioner.h"
@@ -33,12 +34,13 @@ computeHints(const Graph &g, const Mesh &mesh,
     if (g.value(v).sharding && !g.value(v).isInput())
       hints[v] = dropTrivialAxes(*g.value(v).sharding, mesh).dims;
 
+  auto users = g.users();
   for (const Node &n : llvm::reverse(g.nodes())) {
     if (!keepsDims(n.op) || !hints[n.results[0]]) continue;
     const Dims &h = *hints[n.results[0]];
     const Shape &shape = g.type(n.results[0]).shape;
     for (ValueId x : n.operands) {
-      if (hints[x]) continue;
+      if (hints[x] || users[x].size() != 1) continue;
       const Shape &xs = g.type(x).shape;
       size_t off = shape.size() - xs.size();
       Dims dims(xs.size());
