@@ -1,9 +1,10 @@
 //===- Spmd.cpp - The `spmd` pass ------------------------------------------===//
 //
-// spmd{keep_partial=dp|none|<axis>}: partitions the microbatch graph over its
-// mesh (passes/spmd/Partitioner.h). Outputs may stay partial sums over
-// `keep_partial` (default dp: data-parallel gradients and the loss are
-// reduced once per step by the optimizer program, not per microbatch).
+// spmd{keep_partial=dp}: partitions the microbatch graph over its mesh
+// (passes/spmd/Partitioner.h). Outputs may stay partial sums over the axes of
+// `keep_partial`, joined by '+' (`dp+tp`), or `none` (default dp:
+// data-parallel gradients and the loss are reduced once per step by the
+// optimizer program, not per microbatch).
 //
 //===----------------------------------------------------------------------===//
 #include "passes/spmd/Spmd.h"
@@ -47,7 +48,10 @@ void registerSpmdPass() {
          auto it = o.find("keep_partial");
          if (it != o.end()) {
            options.keepPartial.clear();
-           if (it->second != "none") options.keepPartial.push_back(it->second);
+           llvm::SmallVector<llvm::StringRef, 2> axes;
+           if (it->second != "none")
+             llvm::StringRef(it->second).split(axes, '+');
+           for (llvm::StringRef a : axes) options.keepPartial.push_back(a.str());
          }
          return createSpmdPass(std::move(options));
        }});

@@ -10,7 +10,8 @@
 //       split along the sequence over tp.
 //   spmd{keep_partial=dp}  propagates shardings over the whole graph and
 //       lowers it to per-device (local) types with collectives; see
-//       passes/spmd/Partitioner.h.
+//       passes/spmd/Partitioner.h. Outputs stay partial sums only over the
+//       axes of keep_partial (`dp`, `dp+tp` or `none`).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
