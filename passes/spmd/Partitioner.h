@@ -20,6 +20,12 @@
 // (forward), refined by hints pulled backward from annotations and from the
 // layouts the graph outputs need (GSPMD's two directions, kept deterministic).
 //
+// The result: node results keep their names (inserted values are named
+// `<value>.<op>`), a value without a sharding is replicated, and outputs are
+// partial sums only over the kept axes (dp). Means over a dp-split batch are
+// already divided by the global count, so the partial sums add up (SUM, not
+// average) to the serial loss and gradients.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -29,7 +35,6 @@
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
