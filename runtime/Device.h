@@ -17,6 +17,8 @@
 
 namespace strata {
 
+class Communicators;
+
 /// Per-launch facts a kernel may need beyond its operands.
 struct LaunchContext {
   uint64_t seed = 0;  // dropout key
@@ -24,6 +26,7 @@ struct LaunchContext {
   uint64_t microbatch = 0;
   const Mesh *mesh = nullptr;  // null for a serial graph
   int64_t rank = 0;            // this device's rank in `mesh`
+  Communicators *comms = nullptr;  // its groups (runtime/comm); null if serial
 };
 
 class Device {

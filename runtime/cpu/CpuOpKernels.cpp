@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/comm/CollectiveKernels.h"
 #include "runtime/kernels/Kernels.h"
 
 #include <cmath>
@@ -424,6 +425,11 @@ template <typename T> struct AdamWK {
   }
 };
 
+// Collectives: the rank's communicators come with the launch (runtime/comm).
+llvm::Error collectiveK(const Args &a) {
+  return runCollective(a.g, a.node, a.in[0], a.out[0], a.ctx.comms);
+}
+
 // Ops that only move bytes.
 llvm::Error copyK(const Args &a) {
   std::memcpy(a.out[0], a.in[0], a.outType(0).bytes());
@@ -515,8 +521,9 @@ KernelFn kernelFor(OpKind op) {
   case OpKind::CrossEntropyGrad: return FLOAT(CrossEntropyGradK);
   case OpKind::AdamWUpdate: return FLOAT(AdamWK);
   case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
-  case OpKind::AllToAll: case OpKind::BroadcastFrom: case OpKind::Send:
-  case OpKind::Recv:
+  case OpKind::AllToAll: case OpKind::BroadcastFrom:
+    return collectiveK;
+  case OpKind::Send: case OpKind::Recv:
     return nullptr;
   case OpKind::ShardSlice: return shardSliceK;
   case OpKind::PickLabel: return FLOAT(PickLabelK);

@@ -1,0 +1,162 @@
+//===- CollectiveKernels.cpp - Collective ops of a graph on host buffers
+//---===//
+#include "runtime/comm/CollectiveKernels.h"
+
+#include <cstring>
+#include <vector>
+
+namespace strata {
+
+namespace {
+llvm::Error err(const Node &n, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::Twine(opName(n.op)) + " (" + n.scope +
+                                     "): " + msg);
+}
+
+/// A tensor viewed around one dim: [outer, dim, inner] with `inner` in bytes.
+struct DimView {
+  int64_t outer, size, innerBytes;
+};
+DimView viewAround(const TensorType &t, int64_t dim) {
+  llvm::ArrayRef<int64_t> s = t.shape;
+  return {numElements(s.take_front(dim)), s[dim],
+          numElements(s.drop_front(dim + 1)) * dtypeBytes(t.dtype)};
+}
+
+/// x viewed as [outer, n, blk] -> y as [n, outer, blk] (blk in bytes).
+void packBlocks(const char *x, char *y, int64_t outer, int64_t n, int64_t blk) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(y + (j * outer + o) * blk, x + (o * n + j) * blk, blk);
+}
+/// The inverse: x as [n, outer, blk] -> y as [outer, n, blk].
+void unpackBlocks(const char *x, char *y, int64_t outer, int64_t n,
+                  int64_t blk) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(y + (o * n + j) * blk, x + (j * outer + o) * blk, blk);
+}
+
+llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
+                                llvm::StringRef name) {
+  int64_t d = n.attrs.getInt(name);
+  if (d < 0)
+    d += t.rank();
+  if (d < 0 || d >= t.rank())
+    return err(n, name + " " + llvm::Twine(n.attrs.getInt(name)) +
+                      " is out of range for " + t.str());
+  return d;
+}
+} // namespace
+
+llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
+                          void *out, Communicators *comms) {
+  const TensorType &inT = g.type(n.operands[0]), &outT = g.type(n.results[0]);
+  StrList axes = n.attrs.getStrings("axes");
+  Communicator *c = nullptr;
+  if (comms) {
+    auto grp = comms->group(axes);
+    if (!grp)
+      return err(n, llvm::toString(grp.takeError()));
+    c = *grp;
+  } else {
+    for (const std::string &a : axes)
+      if (g.mesh && g.mesh->axisSize(a) > 1)
+        return err(n, "needs communicators: run the partitioned graph on a "
+                      "device group (runtime/parallel)");
+  }
+  const int64_t groupSize = c ? c->size() : 1;
+  const DType dt = inT.dtype;
+  const char *x = static_cast<const char *>(in);
+  char *y = static_cast<char *>(out);
+  auto wrap = [&](llvm::Error e) {
+    return e ? err(n, llvm::toString(std::move(e))) : llvm::Error::success();
+  };
+
+  switch (n.op) {
+  case OpKind::AllReduce: {
+    std::string reduce = n.attrs.getString("reduce", "sum");
+    if (reduce != "sum" && reduce != "max")
+      return err(n, "unknown reduce \"" + reduce + "\"");
+    if (in != out)
+      std::memcpy(y, x, outT.bytes());
+    if (!c)
+      return llvm::Error::success();
+    return wrap(c->allReduce(y, outT.numElements(), dt,
+                             reduce == "max" ? ReduceOp::Max : ReduceOp::Sum));
+  }
+  case OpKind::AllGather: {
+    auto dim = dimAttr(n, inT, "dim");
+    if (!dim)
+      return dim.takeError();
+    DimView v = viewAround(inT, *dim);
+    int64_t blk = v.size * v.innerBytes;
+    if (!c) {
+      std::memcpy(y, x, outT.bytes());
+      return llvm::Error::success();
+    }
+    if (v.outer == 1)
+      return wrap(c->allGather(x, y, inT.numElements(), dt));
+    std::vector<char> blocks(groupSize * inT.bytes());
+    if (auto e = c->allGather(x, blocks.data(), inT.numElements(), dt))
+      return wrap(std::move(e));
+    unpackBlocks(blocks.data(), y, v.outer, groupSize, blk);
+    return llvm::Error::success();
+  }
+  case OpKind::ReduceScatter: {
+    auto dim = dimAttr(n, outT, "dim");
+    if (!dim)
+      return dim.takeError();
+    DimView v = viewAround(outT, *dim);
+    int64_t blk = v.size * v.innerBytes;
+    if (!c) {
+      std::memcpy(y, x, outT.bytes());
+      return llvm::Error::success();
+    }
+    if (v.outer == 1)
+      return wrap(
+          c->reduceScatter(x, y, outT.numElements(), dt, ReduceOp::Sum));
+    std::vector<char> blocks(inT.bytes());
+    packBlocks(x, blocks.data(), v.outer, groupSize, blk);
+    return wrap(c->reduceScatter(blocks.data(), y, outT.numElements(), dt,
+                                 ReduceOp::Sum));
+  }
+  case OpKind::AllToAll: {
+    auto split = dimAttr(n, inT, "split_dim");
+    if (!split)
+      return split.takeError();
+    auto concat = dimAttr(n, outT, "concat_dim");
+    if (!concat)
+      return concat.takeError();
+    if (!c) {
+      std::memcpy(y, x, outT.bytes());
+      return llvm::Error::success();
+    }
+    // Send block j of split_dim to rank j; the block from rank j is block j
+    // of concat_dim. Blocks have the input's shape with split_dim / size.
+    TensorType block = inT;
+    block.shape[*split] /= groupSize;
+    DimView s = viewAround(block, *split), t = viewAround(block, *concat);
+    std::vector<char> sendBuf(inT.bytes()), recvBuf(inT.bytes());
+    packBlocks(x, sendBuf.data(), s.outer, groupSize, s.size * s.innerBytes);
+    if (auto e = c->allToAll(sendBuf.data(), recvBuf.data(),
+                             block.numElements(), dt))
+      return wrap(std::move(e));
+    unpackBlocks(recvBuf.data(), y, t.outer, groupSize, t.size * t.innerBytes);
+    return llvm::Error::success();
+  }
+  case OpKind::BroadcastFrom: {
+    if (in != out)
+      std::memcpy(y, x, outT.bytes());
+    if (!c)
+      return llvm::Error::success();
+    return wrap(
+        c->broadcast(y, outT.numElements(), dt, n.attrs.getInt("root")));
+  }
+  default:
+    return err(n, "not a collective this kernel runs");
+  }
+}
+
+} // namespace strata

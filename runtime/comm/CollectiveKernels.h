@@ -1,0 +1,26 @@
+//===- CollectiveKernels.h - Collective ops of a graph on host buffers
+//-----===//
+//
+// The kernel of all_reduce, all_gather, reduce_scatter, all_to_all and
+// broadcast_from (ir/Ops.def) for one rank whose buffers are host memory.
+// A collective along a dim other than the outermost packs the dim's blocks
+// into a contiguous buffer first (and unpacks after), so the communicator
+// always moves contiguous blocks in group-rank order.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "runtime/comm/Communicator.h"
+
+#include "llvm/Support/Error.h"
+
+namespace strata {
+
+/// Runs collective node `n` of partitioned graph `g` for this rank: `in` is
+/// its operand, `out` its result. Without `comms`, only groups of one rank
+/// (axes of size 1) can run.
+llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
+                          void *out, Communicators *comms);
+
+} // namespace strata
