@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "proto/PlanFile.h"
+#include "runtime/cpu/BlasCore.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/InitLLVM.h"
@@ -35,6 +36,7 @@ int reportError(Error err) {
 } // namespace strata
 
 int main(int argc, char **argv) {
+  strata::ensureFastBlasCore(argv);
   InitLLVM init(argc, argv);
   using namespace strata;
   for (const Verb &v : registeredVerbs())
