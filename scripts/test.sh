@@ -4,4 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+# Idle OpenMP workers sleep instead of spinning (see runtime/cpu/ProcessEnv.h).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --test-dir build --output-on-failure -j2 "$@"

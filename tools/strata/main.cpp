@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "proto/PlanFile.h"
-#include "runtime/cpu/BlasCore.h"
+#include "runtime/cpu/ProcessEnv.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/InitLLVM.h"
@@ -36,7 +36,7 @@ int reportError(Error err) {
 } // namespace strata
 
 int main(int argc, char **argv) {
-  strata::ensureFastBlasCore(argv);
+  strata::reexecWithRuntimeEnv(argv);
   InitLLVM init(argc, argv);
   using namespace strata;
   for (const Verb &v : registeredVerbs())
