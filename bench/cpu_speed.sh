@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# CPU training throughput on nanoGPT's Shakespeare configuration
+# (examples/gpt_tiny.textproto): strata (with fusion and, when available,
+# without), and a PyTorch eager reference of the same model run in this same
+# script with the same BLAS kernels and thread count. Prints tokens/s and the
+# ratio strata / PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x build/tools/strata/strata ] || scripts/setup.sh
+S=build/tools/strata/strata
+data=../shared/data/tinyshakespeare.txt
+steps=${STEPS:-60}
+threads=${THREADS:-$(nproc)}
+# Same BLAS kernels and OpenMP behaviour for every contender (strata would
+# pick these itself; see runtime/cpu/ProcessEnv.h).
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+export STRATA_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads
+
+strata_tok_s() {  # mean tokens/s over the last 3/4 of the steps
+  local out; out=$(mktemp -d)
+  "$S" train examples/gpt_tiny.textproto --data "$data" --steps "$steps" --eval-every 0 \
+    --sample 0 --out "$out" "$@" > /dev/null
+  /usr/bin/python3 -c "import json,sys; r=[json.loads(l)['tokens_per_s'] for l in open(sys.argv[1])]; r=r[len(r)//4:]; print(round(sum(r)/len(r)))" "$out/metrics.jsonl"
+  rm -rf "$out"
+}
+
+fused=$(strata_tok_s)
+echo "strata (default)      $fused tokens/s"
+if "$S" train --help | grep -q -- --no-fusion; then
+  unfused=$(strata_tok_s --no-fusion)
+  echo "strata --no-fusion    $unfused tokens/s"
+fi
+torch=$(/usr/bin/python3 bench/torch_train_speed.py --data "$data" --steps "$steps" --threads "$threads" | awk '{print $2}')
+echo "pytorch eager         $torch tokens/s   (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), BLAS core $OPENBLAS_CORETYPE)"
+/usr/bin/python3 -c "print(f'ratio strata/pytorch  {$fused/$torch:.2f}x')"
