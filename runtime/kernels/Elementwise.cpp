@@ -1,6 +1,7 @@
 //===- Elementwise.cpp - Unary and broadcasting binary kernels ------------===//
 #include "runtime/kernels/Elementwise.h"
 
+#include "runtime/kernels/FastMath.h"
 #include "runtime/kernels/Shape.h"
 
 #include <cmath>
@@ -34,10 +35,8 @@ constexpr double kGeluCoeff = 0.044715;
 
 template <typename T> T sigmoid(T x) {
   // Never exponentiates a positive number, so no overflow for large |x|.
-  if (x >= T(0))
-    return T(1) / (T(1) + std::exp(-x));
-  T e = std::exp(x);
-  return e / (T(1) + e);
+  T e = kexp(x >= T(0) ? -x : x);
+  return x >= T(0) ? T(1) / (T(1) + e) : e / (T(1) + e);
 }
 
 template <typename T, typename F>
@@ -128,7 +127,7 @@ template <typename T> void unaryFwd(UnaryOp op, const T *x, T *y, int64_t n) {
   case UnaryOp::Rsqrt:
     return mapUnary(x, y, n, [](T v) { return T(1) / std::sqrt(v); });
   case UnaryOp::Tanh:
-    return mapUnary(x, y, n, [](T v) { return std::tanh(v); });
+    return mapUnary(x, y, n, [](T v) { return ktanh(v); });
   case UnaryOp::Sigmoid:
     return mapUnary(x, y, n, [](T v) { return sigmoid(v); });
   case UnaryOp::Relu:
@@ -136,7 +135,7 @@ template <typename T> void unaryFwd(UnaryOp op, const T *x, T *y, int64_t n) {
   case UnaryOp::GeluTanh:
     return mapUnary(x, y, n, [](T v) {
       T u = T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
-      return T(0.5) * v * (T(1) + std::tanh(u));
+      return T(0.5) * v * (T(1) + ktanh(u));
     });
   case UnaryOp::GeluErf:
     return mapUnary(x, y, n, [](T v) {
@@ -166,7 +165,7 @@ void unaryBwd(UnaryOp op, const T *dy, const T *x, T *dx, int64_t n) {
                         [](T v) { return T(-0.5) / (v * std::sqrt(v)); });
   case UnaryOp::Tanh:
     return mapUnaryGrad(dy, x, dx, n, [](T v) {
-      T t = std::tanh(v);
+      T t = ktanh(v);
       return T(1) - t * t;
     });
   case UnaryOp::Sigmoid:
@@ -181,7 +180,7 @@ void unaryBwd(UnaryOp op, const T *dy, const T *x, T *dx, int64_t n) {
     // y' = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 a x^2).
     return mapUnaryGrad(dy, x, dx, n, [](T v) {
       T c = T(kSqrt2OverPi), a = T(kGeluCoeff);
-      T t = std::tanh(c * (v + a * v * v * v));
+      T t = ktanh(c * (v + a * v * v * v));
       return T(0.5) * (T(1) + t) +
              T(0.5) * v * (T(1) - t * t) * c * (T(1) + T(3) * a * v * v);
     });
