@@ -1,5 +1,4 @@
-//===- CollectiveKernels.cpp - Collective ops of a graph on host buffers
-//---===//
+//===- CollectiveKernels.cpp - Collectives of a graph on host buffers -----===//
 #include "runtime/comm/CollectiveKernels.h"
 
 #include <cstring>

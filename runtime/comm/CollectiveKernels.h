@@ -1,5 +1,4 @@
-//===- CollectiveKernels.h - Collective ops of a graph on host buffers
-//-----===//
+//===- CollectiveKernels.h - Collective ops of a graph on host buffers ----===//
 //
 // The kernel of all_reduce, all_gather, reduce_scatter, all_to_all and
 // broadcast_from (ir/Ops.def) for one rank whose buffers are host memory.

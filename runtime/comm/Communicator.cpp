@@ -1,5 +1,4 @@
-//===- Communicator.cpp - Groups of a mesh
-//---------------------------------===//
+//===- Communicator.cpp - Groups of a mesh --------------------------------===//
 #include "runtime/comm/Communicator.h"
 
 #include "llvm/ADT/STLExtras.h"

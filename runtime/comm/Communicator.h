@@ -1,5 +1,4 @@
-//===- Communicator.h - Process groups and their collectives
-//---------------===//
+//===- Communicator.h - Process groups and their collectives --------------===//
 //
 // A Communicator is one process group: `size()` ranks, this one being
 // `rank()`, and the collectives of ir/Ops.def on contiguous host buffers.

@@ -1,5 +1,4 @@
-//===- GlooCommunicator.cpp - Communicators over Gloo's TCP transport
-//------===//
+//===- GlooCommunicator.cpp - Communicators over Gloo's TCP transport -----===//
 //
 // Algorithms. Moves use Gloo's own: allgather (a ring of copies), alltoall
 // (pairwise exchange), broadcast, and unbound-buffer send/recv. Reductions do
@@ -7,9 +6,11 @@
 // ring position: reduce-scatter is an alltoall (block j to rank j) followed by
 // a local reduction of the received blocks in group-rank order, and
 // all-reduce is that reduce-scatter over ceil(count/size)-element chunks
-// followed by an allgather. Every element is then ((x_0 + x_1) + x_2) + ...
-// in rank order on every rank and in every run, at the ring's bandwidth
-// (each rank sends and receives 2 (size-1)/size of the buffer).
+// followed by an allgather, at the ring's bandwidth (each rank sends and
+// receives 2 (size-1)/size of the buffer); a small all-reduce is one
+// allgather of whole buffers and the same ordered reduction on every rank.
+// Either way every element is ((x_0 + x_1) + x_2) + ... in rank order, on
+// every rank and in every run.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/comm/GlooCommunicator.h"
@@ -38,6 +39,10 @@ namespace {
 llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
+
+/// All-reduces of up to this many bytes (over all ranks) gather every rank's
+/// buffer in one round instead of two: latency dominates small messages.
+constexpr int64_t kSmallAllReduceBytes = 64 << 10;
 
 /// Slot prefix of send/recv (Gloo's collectives use small prefixes).
 constexpr uint8_t kP2PSlotPrefix = 0x5e;
@@ -124,8 +129,14 @@ public:
   llvm::Error allReduce(void *buf, int64_t count, DType dt,
                         ReduceOp op) override {
     return guard("all_reduce", [&]() -> llvm::Error {
-      int64_t chunk = (count + size_ - 1) / size_;
       int64_t eb = dtypeBytes(dt);
+      if (count * eb * size_ <= kSmallAllReduceBytes) {
+        // One round: every rank gathers every buffer and reduces in order.
+        std::vector<char> blocks(size_ * count * eb);
+        gather(buf, blocks.data(), count * eb);
+        return reduceInOrder(blocks.data(), size_, count, buf, dt, op);
+      }
+      int64_t chunk = (count + size_ - 1) / size_;
       std::vector<char> padded(size_ * chunk * eb, 0), blocks(padded.size());
       std::memcpy(padded.data(), buf, count * eb);
       exchange(padded.data(), blocks.data(), padded.size());

@@ -1,5 +1,4 @@
-//===- GlooCommunicator.h - Communicators over Gloo's TCP transport
-//--------===//
+//===- GlooCommunicator.h - Communicators over Gloo's TCP transport -------===//
 //
 // Ranks meet through a GlooRendezvous: a key-value store where each group's
 // members publish their addresses, and Gloo's TCP transport. Ranks that are

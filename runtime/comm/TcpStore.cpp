@@ -1,5 +1,4 @@
-//===- TcpStore.cpp - A key-value store over TCP for Gloo's rendezvous
-//-----===//
+//===- TcpStore.cpp - A key-value store over TCP for Gloo's rendezvous ----===//
 #include "runtime/comm/TcpStore.h"
 
 #include <gloo/common/error.h>

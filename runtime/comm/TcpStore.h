@@ -1,5 +1,4 @@
-//===- TcpStore.h - A key-value store over TCP for Gloo's rendezvous
-//-------===//
+//===- TcpStore.h - A key-value store over TCP for Gloo's rendezvous ------===//
 //
 // torchrun's TCPStore in miniature: rank 0 serves a map of keys to bytes at
 // MASTER_ADDR:MASTER_PORT, and every rank (0 included) is a client that sets

@@ -1,5 +1,4 @@
-//===- DeviceGroup.cpp - The devices and communicators of this process
-//-----===//
+//===- DeviceGroup.cpp - The devices and communicators of this process ----===//
 #include "runtime/parallel/DeviceGroup.h"
 
 #include "runtime/comm/GlooCommunicator.h"

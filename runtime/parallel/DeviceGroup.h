@@ -1,5 +1,4 @@
-//===- DeviceGroup.h - The devices and communicators of this process
-//-------===//
+//===- DeviceGroup.h - The devices and communicators of this process ------===//
 //
 // A DeviceGroup is the part of a device mesh that lives in this process:
 // every rank (N virtual CPU devices, each its own stream thread) for an

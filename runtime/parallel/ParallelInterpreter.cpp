@@ -1,5 +1,4 @@
-//===- ParallelInterpreter.cpp - Runs one partitioned graph on every rank
-//--===//
+//===- ParallelInterpreter.cpp - One partitioned graph on every rank ------===//
 #include "runtime/parallel/ParallelInterpreter.h"
 
 #include "runtime/parallel/Sharded.h"

@@ -1,5 +1,4 @@
-//===- ParallelInterpreter.h - Runs one partitioned graph on every rank
-//----===//
+//===- ParallelInterpreter.h - Runs one partitioned graph on every rank ---===//
 //
 // The SPMD executor: the same per-device graph (local types, collectives) is
 // bound to every local rank's device by its own Interpreter and run on all

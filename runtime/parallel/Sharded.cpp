@@ -1,5 +1,4 @@
-//===- Sharded.cpp - Logical tensors <-> per-rank shards
-//--------------------===//
+//===- Sharded.cpp - Logical tensors <-> per-rank shards ------------------===//
 #include "runtime/parallel/Sharded.h"
 
 #include "runtime/comm/Communicator.h"

@@ -1,5 +1,4 @@
-//===- Sharded.h - Logical tensors <-> per-rank shards
-//----------------------===//
+//===- Sharded.h - Logical tensors <-> per-rank shards --------------------===//
 //
 // How a logical (serial) tensor is laid out over a mesh by a Sharding: rank r
 // holds the block at its shard index along every split dim, and a value that

@@ -8,6 +8,8 @@
 #include "runtime/data/BatchSampler.h"
 #include "runtime/data/TokenDataset.h"
 #include "runtime/io/Checkpoint.h"
+#include "runtime/parallel/DeviceGroup.h"
+#include "runtime/parallel/TrainingSession.h"
 #include "runtime/train/TextGenerator.h"
 #include "runtime/train/Trainer.h"
 
@@ -43,6 +45,30 @@ std::string formatDuration(double s) {
   return buf;
 }
 
+/// Appends one JSON object per line to OUT/metrics.jsonl.
+class MetricsLog {
+public:
+  llvm::Error open(llvm::StringRef outDir, bool append) {
+    llvm::SmallString<256> p(outDir);
+    llvm::sys::path::append(p, "metrics.jsonl");
+    std::error_code ec;
+    os_ = std::make_unique<llvm::raw_fd_ostream>(
+        p, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+    if (ec) return err(p + ": error: cannot open for writing (" + ec.message() + ")");
+    return llvm::Error::success();
+  }
+  void write(llvm::json::Object obj) {
+    if (!os_) return;  // not the writing rank
+    *os_ << llvm::json::Value(std::move(obj)) << '\n';
+    os_->flush();
+  }
+
+private:
+  std::unique_ptr<llvm::raw_fd_ostream> os_;
+};
+
+} // namespace
+
 TrainOptions trainOptions(const pb::Training &t) {
   TrainOptions o;
   o.gradAccum = t.grad_accum();
@@ -57,30 +83,10 @@ TrainOptions trainOptions(const pb::Training &t) {
   return o;
 }
 
-/// Appends one JSON object per line to OUT/metrics.jsonl.
-class MetricsLog {
-public:
-  llvm::Error open(llvm::StringRef outDir, bool append) {
-    llvm::SmallString<256> p(outDir);
-    llvm::sys::path::append(p, "metrics.jsonl");
-    std::error_code ec;
-    os_ = std::make_unique<llvm::raw_fd_ostream>(
-        p, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
-    if (ec) return err(p + ": error: cannot open for writing (" + ec.message() + ")");
-    return llvm::Error::success();
-  }
-  void write(llvm::json::Object obj) {
-    *os_ << llvm::json::Value(std::move(obj)) << '\n';
-    os_->flush();
-  }
-
-private:
-  std::unique_ptr<llvm::raw_fd_ostream> os_;
-};
-
-} // namespace
-
-llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
+/// The run; only the writer (rank 0 of a multi-process job) reports and
+/// writes metrics and checkpoints.
+static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
+                         bool writer) {
   if (auto ec = llvm::sys::fs::create_directories(opts.outDir))
     return err(opts.outDir + ": error: cannot create output directory (" +
                ec.message() + ")");
@@ -148,32 +154,30 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   Graph forward = buildModelGraph(cfg);
   ModelConfig evalCfg = cfg;
   evalCfg.dropout = 0;
-  CpuDevice device;
-  auto trainer = Trainer::create(forward, buildModelGraph(evalCfg),
-                                 trainOptions(tr), device);
-  if (!trainer) return trainer.takeError();
-  Trainer &t = **trainer;
+  auto session = createTrainingSession(forward, buildModelGraph(evalCfg),
+                                       trainOptions(tr), opts.parallel);
+  if (!session) return session.takeError();
+  TrainingSession &t = **session;
   if (auto e = t.initParams()) return e;
   if (ckpt) {
-    for (auto &[name, tensor] : t.namedState()) {
-      const HostTensor *saved = ckpt->lookup(name);
-      if (!saved || saved->type() != tensor->type())
-        return err(ckptFile + ": error: tensor '" + name +
-                   "' is missing or has the wrong shape");
-      *tensor = saved->clone();
-    }
+    if (auto e = t.loadState([&](llvm::StringRef n) { return ckpt->lookup(n); }))
+      return err(ckptFile + ": error: " + llvm::toString(std::move(e)));
     t.setStep(ckpt->meta.getInteger("step").getValueOr(0));
   }
 
   MetricsLog metrics;
-  if (auto e = metrics.open(opts.outDir, opts.resume)) return e;
+  if (writer)
+    if (auto e = metrics.open(opts.outDir, opts.resume)) return e;
   auto saveCkpt = [&]() -> llvm::Error {
+    auto state = t.state();  // every rank takes part in gathering it
+    if (!state) return state.takeError();
+    if (!writer) return llvm::Error::success();
     Checkpoint c;
     c.meta["step"] = t.step();
     c.meta["spec"] = specText;
     c.meta["tokenizer"] = tokenizer->toJSON();
     c.meta["data"] = opts.dataPath;
-    for (auto &[name, tensor] : t.namedState()) c.tensors.push_back({name, tensor->clone()});
+    for (auto &[name, tensor] : *state) c.tensors.push_back({name, std::move(tensor)});
     return saveCheckpoint(ckptFile, c);
   };
   auto evaluate = [&](double &val) -> llvm::Error {
@@ -195,7 +199,7 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   os << "training " << cfg.name << " (" << cfg.familyName() << ", "
      << countParams(forward).total << " params) on " << opts.dataPath << ": "
      << steps << " steps x " << tokensPerStep << " tokens, vocab "
-     << cfg.vocab << " (padded " << cfg.paddedVocab << ")"
+     << cfg.vocab << " (padded " << cfg.paddedVocab << ") on " << t.describe()
      << (ckpt ? ", resumed at step " + std::to_string(t.step()) : "") << "\n";
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -246,8 +250,12 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   os << "saved " << ckptFile << '\n';
 
   if (opts.sampleTokens > 0) {
+    auto state = t.state();  // every rank takes part in gathering it
+    if (!state) return state.takeError();
+    if (!writer) return llvm::Error::success();
     llvm::StringMap<const HostTensor *> params;
-    for (auto &[name, tensor] : t.namedParams()) params[name] = tensor;
+    for (auto &[name, tensor] : *state) params[name] = &tensor;
+    CpuDevice device;
     SampleOptions so;
     so.maxNewTokens = opts.sampleTokens;
     so.seed = tr.seed();
@@ -256,6 +264,13 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
     os << "sample:\n" << *text << "\n";
   }
   return llvm::Error::success();
+}
+
+llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
+  auto env = DistEnv::fromEnvironment();
+  if (!env) return env.takeError();
+  bool writer = !*env || (*env)->rank == 0;
+  return train(opts, writer ? os : llvm::nulls(), writer);
 }
 
 } // namespace strata

@@ -9,10 +9,17 @@
 // with bitwise the same losses as an uninterrupted run: data batches and
 // dropout masks are counter-based functions of (seed, step), not RNG state.
 //
+// With tp*dp > 1 the run is parallel (runtime/parallel/TrainingSession.h) on
+// in-process CPU devices, or, when WORLD_SIZE is set, on one device per
+// process of a torchrun-style job, where rank 0 reports and writes the files
+// and every rank computes; checkpoints hold logical tensors either way.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "proto/model_spec.pb.h"
+#include "runtime/parallel/ParallelPlan.h"
+#include "runtime/train/Trainer.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -30,7 +37,11 @@ struct RunOptions {
   int64_t sampleTokens = 0;  // characters of sample text printed at the end
   bool progressBar = true;   // \r-updated line (else one line per log step)
   int64_t logEvery = 10;     // steps between progress lines without a bar
+  ParallelConfig parallel;   // tp x dp CPU devices (1 x 1: serial)
 };
+
+/// The optimizer, schedule and seed of a spec's training section.
+TrainOptions trainOptions(const pb::Training &training);
 
 /// Runs the job; progress and results go to `os`.
 llvm::Error runTraining(const RunOptions &options, llvm::raw_ostream &os);

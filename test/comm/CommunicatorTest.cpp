@@ -1,5 +1,4 @@
-//===- CommunicatorTest.cpp - Gloo collectives against serial math
-//---------===//
+//===- CommunicatorTest.cpp - Gloo collectives against serial math --------===//
 //
 // Ranks are threads with in-process Gloo communicators (and, for the TCP
 // store path, one rendezvous per rank as separate processes would have).
@@ -223,6 +222,11 @@ std::vector<Case> cases() {
        OpKind::AllReduce,
        on({"dp", "tp"}, {{"reduce", std::string("sum")}}),
        {17}},
+      // Over 64 KiB: the reduce-scatter + all-gather path, with padding.
+      {"all_reduce_large",
+       OpKind::AllReduce,
+       on({"tp"}, {{"reduce", std::string("sum")}}),
+       {129, 70}},
       {"all_reduce_dp",
        OpKind::AllReduce,
        on({"dp"}, {{"reduce", std::string("sum")}}),

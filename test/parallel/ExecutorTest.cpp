@@ -1,5 +1,4 @@
-//===- ExecutorTest.cpp - Hand-written partitioned graphs on device groups
-//-===//
+//===- ExecutorTest.cpp - Hand-written partitioned graphs on devices ------===//
 //
 // The multi-device executor without the partitioner: partitioned graphs
 // written by hand (Megatron's MLP with all_reduce, and with sequence

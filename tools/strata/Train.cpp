@@ -1,8 +1,10 @@
 //===- Train.cpp - `strata train (SPEC|PLAN) [--data FILE] [overrides]` ----===//
 //
-// Trains a model on one CPU device: the spec's training and data sections,
-// overridden by flags, drive runtime/train/TrainingRun. Relative data paths
-// in a spec are resolved against the spec's directory.
+// Trains a model on one CPU device, or on tp*dp of them (--tp, --dp, --sp,
+// --distributed-optimizer; one per process under `strata launch`): the
+// spec's training and data sections, overridden by flags, drive
+// runtime/train/TrainingRun. Relative data paths in a spec are resolved
+// against the spec's directory.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/train/TrainingRun.h"
@@ -48,6 +50,10 @@ cl::opt<int64_t> evalIters("eval-iters", cl::desc("Validation batches per evalua
 cl::opt<int64_t> seed("seed", cl::desc("Seed of init, dropout and data order"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<double> dropout("dropout", cl::desc("Dropout probability"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> sample("sample", cl::desc("Characters of sample text to print at the end"), cl::init(300), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree (CPU devices: tp*dp)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> distOpt("distributed-optimizer", cl::desc("Shard the AdamW state over dp (ZeRO-1)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stderr is not a terminal"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
 
 Error usage(const Twine &msg) {
@@ -94,6 +100,8 @@ Expected<RunOptions> buildOptions() {
     s.set_dropout(dropout);
   }
   if (evalIters <= 0) return usage("--eval-iters must be > 0");
+  if (tp < 1 || dp < 1) return usage("--tp and --dp must be >= 1");
+  o.parallel = {tp, dp, sp, distOpt};
   if (!tokenizer.empty()) {
     if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
     else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);

@@ -1,0 +1,314 @@
+//===- ParallelTrainingTest.cpp - Parallel training equals serial training -===//
+//
+// For tiny GPT and Llama models, every parallel layout of the matrix below
+// (tp in {1,2,4}, sp on/off, dp in {1,2}, distributed optimizer on/off,
+// dropout on/off, gradient accumulation) runs on in-process CPU devices
+// against the serial Trainer from the same weights and batches: the loss and
+// every parameter gradient of one microbatch, and the losses of 5 AdamW
+// steps, must match within 1e-5 (normwise relative, f32; the tolerance is
+// justified in runtime/parallel/Verify.cpp: only the order of additions
+// differs, which moves f32 results by ~1e-7 here). Also: the optimizer
+// programs' collectives (all_reduce over dp, or the distributed optimizer's
+// reduce_scatter + all_gather), bitwise-reproducible parallel runs, and a
+// checkpoint's state moving between layouts.
+//
+//===----------------------------------------------------------------------===//
+#include "frontends/Models.h"
+#include "ir/IRText.h"
+#include "runtime/parallel/ParallelTrainer.h"
+#include "runtime/parallel/Verify.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// GPT: padded vocab 32, 4 heads of 4, ffn 64.
+ModelConfig gpt(double dropout = 0) {
+  ModelConfig c;
+  c.family = pb::ModelSpec::GPT;
+  c.name = "gpt-par";
+  c.vocab = 30;
+  c.paddedVocab = 32;
+  c.hidden = 16;
+  c.layers = 2;
+  c.heads = 4;
+  c.kvHeads = 4;
+  c.headDim = 4;
+  c.ffn = 64;
+  c.seq = 8;
+  c.microBatch = 4;
+  c.dropout = dropout;
+  c.normEps = 1e-5;
+  c.initStd = 0.02;
+  c.tieEmbeddings = true;
+  return c;
+}
+
+/// Llama: 8 query heads over 4 KV heads (GQA), ffn 48, untied head.
+ModelConfig llama(double dropout = 0) {
+  ModelConfig c = gpt(dropout);
+  c.family = pb::ModelSpec::LLAMA;
+  c.name = "llama-par";
+  c.hidden = 32;
+  c.heads = 8;
+  c.kvHeads = 4;
+  c.headDim = 4;
+  c.ffn = 48;
+  c.ropeTheta = 10000;
+  c.tieEmbeddings = false;
+  return c;
+}
+
+TrainOptions training(int64_t gradAccum = 1) {
+  TrainOptions t;
+  t.gradAccum = gradAccum;
+  t.schedule = LRSchedule{1e-2, 1e-3, 1, 5};
+  t.optimizer.weight_decay = 0.1;
+  t.optimizer.grad_clip = 1.0;
+  t.seed = 7;
+  return t;
+}
+
+DeviceGroupOptions quick() {
+  DeviceGroupOptions o;
+  o.timeout = 60s;
+  return o;
+}
+
+struct Case {
+  const char *name;
+  bool llama;
+  int64_t tp, dp;
+  bool sp, zero;
+  double dropout;
+  int64_t gradAccum;
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+class MatchesSerial : public testing::TestWithParam<Case> {};
+
+TEST_P(MatchesSerial, LossGradientsAndFiveSteps) {
+  const Case &c = GetParam();
+  VerifyOptions o;
+  o.parallel.tp = c.tp;
+  o.parallel.dp = c.dp;
+  o.parallel.sp = c.sp;
+  o.parallel.distributedOptimizer = c.zero;
+  o.steps = 5;
+  o.devices = quick();
+  ModelConfig model = c.llama ? llama(c.dropout) : gpt(c.dropout);
+  auto report = verifyParallel(model, training(c.gradAccum), o);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  size_t params = buildModelGraph(model).params().size();
+  ASSERT_EQ(report->diffs.size(), 1 + params + 5);
+  for (const TensorDiff &d : report->diffs) {
+    EXPECT_TRUE(d.ok) << d.name << ": relative difference " << d.relDiff;
+    EXPECT_GT(d.scale, 0.0) << d.name << " is zero (the check would be empty)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Layouts, MatchesSerial,
+    testing::Values(
+        Case{"gpt_tp2", false, 2, 1, false, false, 0, 1},
+        Case{"gpt_tp4", false, 4, 1, false, false, 0, 1},
+        Case{"gpt_tp4_sp", false, 4, 1, true, false, 0, 1},
+        Case{"gpt_dp2", false, 1, 2, false, false, 0, 1},
+        Case{"gpt_dp2_zero", false, 1, 2, false, true, 0, 1},
+        Case{"gpt_tp2_dp2_sp", false, 2, 2, true, false, 0, 1},
+        Case{"gpt_tp2_dp2_sp_zero_dropout", false, 2, 2, true, true, 0.1, 1},
+        Case{"gpt_tp2_sp_dropout_accum2", false, 2, 1, true, false, 0.1, 2},
+        Case{"llama_tp1", true, 1, 1, false, false, 0, 1},
+        Case{"llama_tp2_sp", true, 2, 1, true, false, 0, 1},
+        Case{"llama_tp4", true, 4, 1, false, false, 0, 1},
+        Case{"llama_tp2_dp2_zero", true, 2, 2, false, true, 0, 1},
+        Case{"llama_tp2_dp2_sp_dropout", true, 2, 2, true, false, 0.1, 1},
+        Case{"llama_tp4_dp2_sp_zero_dropout_accum2", true, 4, 2, true, true,
+             0.1, 2}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+std::string optimizerIR(const ParallelConfig &c) {
+  Graph g = buildModelGraph(gpt());
+  OptimizerConfig oc;
+  oc.grad_clip = 1.0;
+  auto p = buildParallelPrograms(g, g, oc, c);
+  EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  return p ? graphToString(p->optimizer) : "";
+}
+
+bool contains(const std::string &text, const std::string &what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(ParallelPlan, DataParallelGradientsAreAllReducedInTheOptimizer) {
+  ParallelConfig c;
+  c.tp = 2;
+  c.dp = 2;
+  std::string ir = optimizerIR(c);
+  EXPECT_TRUE(
+      contains(ir, "%grad.wte: f32[16,16] {shard=[tp,_], partial=[dp]}"))
+      << ir;
+  EXPECT_TRUE(contains(ir, "= all_reduce(%grad.wte) {axes=[\"dp\"]")) << ir;
+  EXPECT_TRUE(
+      contains(ir, "%adam_m.wte: f32[16,16] {init=\"zeros\", shard=[tp,_]}"))
+      << ir;
+  EXPECT_FALSE(contains(ir, "reduce_scatter")) << ir;
+}
+
+// ZeRO-1: moments split over dp too, gradients reduce-scattered (once, shared
+// by the norm and the update), parameters all-gathered after the update.
+TEST(ParallelPlan, DistributedOptimizerReduceScattersAndGathers) {
+  ParallelConfig c;
+  c.tp = 2;
+  c.dp = 2;
+  c.distributedOptimizer = true;
+  std::string ir = optimizerIR(c);
+  EXPECT_TRUE(
+      contains(ir, "%adam_m.wte: f32[16,8] {init=\"zeros\", shard=[tp,dp]}"))
+      << ir;
+  // A 1-d tp-split bias keeps its state whole over dp.
+  EXPECT_TRUE(contains(
+      ir, "%adam_m.layers.0.attn.q.b: f32[8] {init=\"zeros\", shard=[tp]}"))
+      << ir;
+  EXPECT_TRUE(contains(ir, "= reduce_scatter(%grad.wte) {axes=[\"dp\"], dim=1"))
+      << ir;
+  for (const char *w :
+       {"wte", "wpe", "layers.0.attn.q.w", "layers.0.mlp.fc2.w"})
+    EXPECT_FALSE(contains(ir, "all_reduce(%grad." + std::string(w) + ")")) << w;
+  EXPECT_TRUE(contains(
+      ir, "%new.wte = all_gather(%new.wte.shard) {axes=[\"dp\"], dim=1, "
+          "reason=\"distributed optimizer"))
+      << ir;
+  // The update runs on the shard.
+  EXPECT_TRUE(
+      contains(ir, ": f32[16,8] {shard=[tp,dp]}, f32[16,8] {shard=[tp,dp]}, "
+                   "f32[16,8] {shard=[tp,dp]}  # optimizer.wte"))
+      << ir;
+}
+
+TEST(ParallelPlan, ConfigErrorsComeFirstWithTheFix) {
+  Graph g = buildModelGraph(gpt());
+  OptimizerConfig oc;
+  ParallelConfig c;
+  c.tp = 3;
+  auto p = buildParallelPrograms(g, g, oc, c);
+  ASSERT_FALSE(bool(p));
+  EXPECT_TRUE(
+      contains(llvm::toString(p.takeError()),
+               "attention heads 4 (layers.0.attn) not divisible by tp 3"));
+  c.tp = 1;
+  c.dp = 3;
+  p = buildParallelPrograms(g, g, oc, c);
+  ASSERT_FALSE(bool(p));
+  EXPECT_TRUE(contains(llvm::toString(p.takeError()),
+                       "batch 4 of %tokens not divisible by dp 3"));
+  c.dp = 1;
+  c.sp = true;
+  p = buildParallelPrograms(g, g, oc, c);
+  ASSERT_FALSE(bool(p));
+  EXPECT_TRUE(contains(llvm::toString(p.takeError()), "but tp is 1"));
+}
+
+/// Losses of `steps` steps of a parallel run on random batches.
+std::vector<double> parallelLosses(
+    const ModelConfig &m, const ParallelConfig &c, int64_t steps,
+    std::vector<std::pair<std::string, HostTensor>> *state = nullptr) {
+  Mesh mesh;
+  mesh.axes = {{"dp", c.dp}, {"tp", c.tp}};
+  auto group = DeviceGroup::inProcess(mesh, quick());
+  EXPECT_TRUE(bool(group));
+  Graph f = buildModelGraph(m);
+  auto t = ParallelTrainer::create(f, f, training(), c, **group);
+  EXPECT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  EXPECT_FALSE(bool((*t)->initParams()));
+  std::vector<double> losses;
+  for (int64_t s = 0; s < steps; ++s) {
+    auto stats = (*t)->step([&](int64_t micro, int32_t *tk, int32_t *lb) {
+      std::mt19937 rng(unsigned(s * 10 + micro));
+      for (int64_t i = 0; i < m.microBatch * m.seq; ++i) {
+        tk[i] = int32_t(rng() % m.vocab);
+        lb[i] = int32_t(rng() % m.vocab);
+      }
+    });
+    EXPECT_TRUE(bool(stats));
+    losses.push_back(stats->loss);
+  }
+  if (state) {
+    auto st = (*t)->gatherState();
+    EXPECT_TRUE(bool(st));
+    *state = std::move(*st);
+  }
+  return losses;
+}
+
+TEST(ParallelTrainer, RunsAreBitwiseReproducible) {
+  ParallelConfig c;
+  c.tp = 2;
+  c.dp = 2;
+  c.sp = true;
+  c.distributedOptimizer = true;
+  std::vector<double> a = parallelLosses(gpt(0.1), c, 3),
+                      b = parallelLosses(gpt(0.1), c, 3);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a[0], a[2]);
+}
+
+// The state of a tp=2 dp=2 ZeRO run, loaded into a tp=4 run, gives the same
+// evaluation loss: checkpoints are logical tensors, not shards.
+TEST(ParallelTrainer, StateMovesBetweenLayouts) {
+  ParallelConfig from;
+  from.tp = 2;
+  from.dp = 2;
+  from.distributedOptimizer = true;
+  std::vector<std::pair<std::string, HostTensor>> state;
+  parallelLosses(gpt(), from, 2, &state);
+  ASSERT_EQ(state.size(), 3 * buildModelGraph(gpt()).params().size());
+  EXPECT_EQ(state[0].first, "wte");
+  EXPECT_EQ(state[0].second.type().str(), "f32[32,16]");
+
+  Mesh mesh;
+  mesh.axes = {{"dp", 1}, {"tp", 4}};
+  auto group = DeviceGroup::inProcess(mesh, quick());
+  ASSERT_TRUE(bool(group));
+  ParallelConfig to;
+  to.tp = 4;
+  Graph f = buildModelGraph(gpt());
+  auto t = ParallelTrainer::create(f, f, training(), to, **group);
+  ASSERT_TRUE(bool(t));
+  llvm::StringMap<const HostTensor *> byName;
+  for (auto &[n, x] : state)
+    byName[n] = &x;
+  ASSERT_FALSE(bool(
+      (*t)->scatterState([&](llvm::StringRef n) { return byName.lookup(n); })));
+  auto again = (*t)->gatherState();
+  ASSERT_TRUE(bool(again));
+  for (size_t i = 0; i < state.size(); ++i)
+    for (int64_t j = 0; j < state[i].second.numElements(); ++j)
+      ASSERT_EQ((*again)[i].second.get(j), state[i].second.get(j))
+          << state[i].first;
+
+  byName.erase("adam_v.wpe");
+  llvm::Error e =
+      (*t)->scatterState([&](llvm::StringRef n) { return byName.lookup(n); });
+  EXPECT_TRUE(
+      contains(llvm::toString(std::move(e)), "tensor 'adam_v.wpe' is missing"));
+}
+
+TEST(Verify, CompareTensorsUsesTheFloorAndCatchesNaN) {
+  HostTensor a(TensorType{DType::F32, {2}}), b(TensorType{DType::F32, {2}});
+  a.set(0, 1e-12);
+  b.set(0, 2e-12);
+  EXPECT_FALSE(compareTensors("x", a, b, 1e-5).ok);
+  EXPECT_TRUE(compareTensors("x", a, b, 1e-5, 1e-6).ok);
+  a.set(1, NAN);
+  EXPECT_FALSE(compareTensors("x", a, b, 1e-5, 1e-6).ok);
+}
+
+} // namespace
+} // namespace strata

@@ -1,0 +1,267 @@
+//===- Launch.cpp - `strata launch --nproc N -- COMMAND ...` ---------------===//
+//
+// Starts N local processes of a multi-process job the way torchrun does:
+// each gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
+// MASTER_PORT (rank 0 serves the rendezvous store there). Their output is
+// forwarded line by line, prefixed `[rank r] `, stdout to stdout and stderr
+// to stderr. When one exits non-zero (or is killed), the others get SIGTERM,
+// then SIGKILL after --grace seconds (each rank is a process group, so what
+// it started stops too), and the launcher exits with the first failure's
+// code; ranks die with the launcher too (PR_SET_PDEATHSIG).
+// A command named `strata` runs this very executable.
+//
+//===----------------------------------------------------------------------===//
+#include "tools/strata/Verb.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace llvm;
+
+namespace strata {
+namespace {
+
+cl::SubCommand launchCmd(
+    "launch",
+    "Run N local processes of a multi-process job (torchrun's environment)");
+cl::OptionCategory &cat = strataCategory();
+
+cl::opt<int> nproc("nproc", cl::desc("Processes to start (one per device)"),
+                   cl::Required, cl::sub(launchCmd), cl::cat(cat));
+cl::opt<std::string>
+    masterAddr("master-addr", cl::desc("Address of rank 0's rendezvous store"),
+               cl::init("127.0.0.1"), cl::sub(launchCmd), cl::cat(cat));
+cl::opt<int>
+    masterPort("master-port",
+               cl::desc("Port of the rendezvous store (0: a free port)"),
+               cl::init(29500), cl::sub(launchCmd), cl::cat(cat));
+cl::opt<double>
+    grace("grace",
+          cl::desc("Seconds between SIGTERM and SIGKILL when stopping ranks"),
+          cl::init(5), cl::sub(launchCmd), cl::cat(cat));
+cl::list<std::string> command(cl::Positional, cl::OneOrMore,
+                              cl::desc("-- <command> [args...]"),
+                              cl::sub(launchCmd), cl::cat(cat));
+
+volatile sig_atomic_t interrupted = 0;
+void onSignal(int) { interrupted = 1; }
+
+int usage(const Twine &msg) {
+  errs() << "strata launch: error: " << msg << "\n";
+  return kExitUserError;
+}
+
+/// A free TCP port on this machine (another process may take it before rank
+/// 0 binds it; rare on one machine).
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    ::close(fd);
+  return port;
+}
+
+struct Child {
+  pid_t pid = -1;
+  int out = -1, err = -1; // read ends, -1 once closed
+  std::string outBuf, errBuf;
+  bool exited = false;
+};
+
+/// Writes the complete lines of `buf` (all of it at EOF) with the prefix.
+void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
+  size_t start = 0, nl;
+  while ((nl = buf.find('\n', start)) != std::string::npos) {
+    os << "[rank " << rank << "] " << StringRef(buf).slice(start, nl + 1);
+    start = nl + 1;
+  }
+  buf.erase(0, start);
+  if (eof && !buf.empty()) {
+    os << "[rank " << rank << "] " << buf << "\n";
+    buf.clear();
+  }
+  os.flush();
+}
+
+[[noreturn]] void execChild(int rank, int port, int outFd, int errFd) {
+  setpgid(0, 0); // its own group: stopping it stops what it started
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  dup2(outFd, STDOUT_FILENO);
+  dup2(errFd, STDERR_FILENO);
+  auto set = [](const char *k, const std::string &v) {
+    setenv(k, v.c_str(), 1);
+  };
+  set("RANK", std::to_string(rank));
+  set("LOCAL_RANK", std::to_string(rank));
+  set("WORLD_SIZE", std::to_string(nproc));
+  set("LOCAL_WORLD_SIZE", std::to_string(nproc));
+  set("MASTER_ADDR", masterAddr);
+  set("MASTER_PORT", std::to_string(port));
+  std::vector<std::string> args(command.begin(), command.end());
+  if (args[0] == "strata") {
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0)
+      args[0] = std::string(buf, size_t(n));
+  }
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  fprintf(stderr, "strata launch: error: cannot run '%s': %s\n", argv[0],
+          strerror(errno));
+  _exit(127);
+}
+
+/// The exit code a status stands for (128 + signal for a killed process).
+int exitCode(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int runLaunch() {
+  if (nproc < 1)
+    return usage("--nproc must be >= 1");
+  if (grace < 0)
+    return usage("--grace must be >= 0");
+  int port = masterPort == 0 ? freePort() : int(masterPort);
+  if (port <= 0 || port > 65535)
+    return usage("no usable --master-port");
+  signal(SIGINT, onSignal);
+  signal(SIGTERM, onSignal);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<Child> children(nproc);
+  for (int r = 0; r < nproc; ++r) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+      return usage(Twine("pipe: ") + strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+      return usage(Twine("fork: ") + strerror(errno));
+    if (pid == 0) {
+      close(out[0]);
+      close(err[0]);
+      execChild(r, port, out[1], err[1]);
+    }
+    close(out[1]);
+    close(err[1]);
+    children[r].pid = pid;
+    children[r].out = out[0];
+    children[r].err = err[0];
+  }
+
+  using Clock = std::chrono::steady_clock;
+  int firstFailure = -1, failureCode = 0;
+  bool stopping = false;
+  Clock::time_point killAt, drainUntil;
+  auto stopAll = [&] {
+    if (stopping)
+      return;
+    stopping = true;
+    for (Child &c : children)
+      if (!c.exited)
+        kill(-c.pid, SIGTERM);
+    killAt = Clock::now() + std::chrono::milliseconds(int64_t(grace * 1000));
+  };
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<int, bool>> who; // (rank, isErr)
+    for (int r = 0; r < nproc; ++r) {
+      if (children[r].out >= 0) {
+        fds.push_back({children[r].out, POLLIN, 0});
+        who.push_back({r, false});
+      }
+      if (children[r].err >= 0) {
+        fds.push_back({children[r].err, POLLIN, 0});
+        who.push_back({r, true});
+      }
+    }
+    bool allExited = true;
+    for (const Child &c : children)
+      allExited &= c.exited;
+    // Done when every rank exited and its output is drained (or, if a
+    // grandchild keeps a pipe open, a second after the last exit).
+    if (allExited && (fds.empty() || Clock::now() >= drainUntil))
+      break;
+    if (!fds.empty() && poll(fds.data(), fds.size(), 100) > 0) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          continue;
+        auto [r, isErr] = who[i];
+        Child &c = children[r];
+        char buf[4096];
+        ssize_t n = read(fds[i].fd, buf, sizeof buf);
+        std::string &b = isErr ? c.errBuf : c.outBuf;
+        raw_ostream &os = isErr ? errs() : outs();
+        if (n > 0) {
+          b.append(buf, size_t(n));
+          flushLines(b, r, os, false);
+        } else if (n == 0 || errno != EINTR) {
+          flushLines(b, r, os, true);
+          close(fds[i].fd);
+          (isErr ? c.err : c.out) = -1;
+        }
+      }
+    } else if (fds.empty()) {
+      usleep(100 * 1000);
+    }
+    for (int r = 0; r < nproc; ++r) {
+      Child &c = children[r];
+      int status;
+      if (c.exited || waitpid(c.pid, &status, WNOHANG) != c.pid)
+        continue;
+      c.exited = true;
+      drainUntil = Clock::now() + std::chrono::seconds(1);
+      int code = exitCode(status);
+      if (code != 0 && firstFailure < 0 && !stopping) {
+        firstFailure = r;
+        failureCode = code;
+        stopAll();
+      }
+    }
+    if (interrupted && !stopping) {
+      failureCode = 130;
+      stopAll();
+    }
+    if (stopping && Clock::now() >= killAt)
+      for (Child &c : children)
+        if (!c.exited)
+          kill(-c.pid, SIGKILL);
+  }
+  if (firstFailure >= 0) {
+    errs() << "strata launch: error: rank " << firstFailure
+           << " exited with code " << failureCode
+           << "; stopped the other ranks\n";
+    return failureCode;
+  }
+  if (interrupted) {
+    errs() << "strata launch: interrupted; stopped every rank\n";
+    return failureCode;
+  }
+  return kExitOk;
+}
+
+VerbRegistration reg(launchCmd, runLaunch);
+
+} // namespace
+} // namespace strata

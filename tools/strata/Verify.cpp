@@ -1,0 +1,133 @@
+//===- Verify.cpp - `strata verify SPEC --tp T --dp D [--sp] ...` ---------===//
+//
+// Runs the serial plan and the parallel plan of a model on CPU devices from
+// the same weights and batches and prints, per tensor, the normwise relative
+// difference (runtime/parallel/Verify.h): the loss and every parameter
+// gradient of one microbatch, the losses of N AdamW steps and the parameters
+// after them (with --activations, first every value both plans compute).
+// Exits 1 naming the first tensor beyond tolerance.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/parallel/Verify.h"
+#include "runtime/train/TrainingRun.h"
+#include "tools/strata/Driver.h"
+#include "tools/strata/Verb.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace strata {
+namespace {
+
+cl::SubCommand
+    verifyCmd("verify",
+              "Check a parallel plan against the serial plan, numerically");
+cl::OptionCategory &cat = strataCategory();
+
+cl::opt<std::string> input(cl::Positional, cl::Required,
+                           cl::desc("<model spec .textproto | plan>"),
+                           cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
+                    cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1),
+                    cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<bool> sp("sp",
+                 cl::desc("Sequence parallelism (norm and dropout regions "
+                          "split along the sequence over tp)"),
+                 cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<bool> distOpt("distributed-optimizer",
+                      cl::desc("Shard the AdamW state over dp (ZeRO-1)"),
+                      cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t> steps("steps", cl::desc("AdamW steps to compare"), cl::init(5),
+                       cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<double> tolerance("tolerance",
+                          cl::desc("Max normwise relative difference"),
+                          cl::init(1e-5), cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<bool> activations(
+    "activations",
+    cl::desc("Also compare every value both microbatch programs compute"),
+    cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<double> dropout("dropout",
+                        cl::desc("Dropout probability (default: the spec's)"),
+                        cl::init(-1), cl::sub(verifyCmd), cl::cat(cat));
+
+Error usage(const Twine &msg) {
+  return createStringError(inconvertibleErrorCode(),
+                           "strata verify: error: " + msg);
+}
+
+int runVerify() {
+  if (tp < 1 || dp < 1)
+    return reportError(usage("--tp and --dp must be >= 1"));
+  if (steps < 0)
+    return reportError(usage("--steps must be >= 0"));
+  if (tolerance <= 0)
+    return reportError(usage("--tolerance must be > 0"));
+  if (dropout != -1 && (dropout < 0 || dropout >= 1))
+    return reportError(usage("--dropout must be in [0, 1)"));
+  auto loaded = loadPlanOrSpec(input);
+  if (!loaded)
+    return reportError(loaded.takeError());
+  ModelConfig model = loaded->config;
+  if (dropout != -1)
+    model.dropout = dropout;
+  VerifyOptions o;
+  o.parallel.tp = tp;
+  o.parallel.dp = dp;
+  o.parallel.sp = sp;
+  o.parallel.distributedOptimizer = distOpt;
+  o.steps = steps;
+  o.tolerance = tolerance;
+  o.activations = activations;
+
+  std::string layout = "tp=" + std::to_string(tp) +
+                       " dp=" + std::to_string(dp) + (sp ? " sp" : "") +
+                       (distOpt ? " distributed-optimizer" : "");
+  outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
+         << " (" << tp * dp << " CPU devices), " << steps
+         << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
+         << "\n";
+  outs().flush();
+  auto report =
+      verifyParallel(model, trainOptions(loaded->plan.model().training()), o);
+  if (!report)
+    return reportError(
+        createStringError(inconvertibleErrorCode(),
+                          input + ": error: " + toString(report.takeError())));
+  size_t width = 12, bad = 0;
+  const TensorDiff *worst = nullptr;
+  for (const TensorDiff &d : report->diffs) {
+    width = std::max(width, d.name.size());
+    if (!worst || d.relDiff > worst->relDiff)
+      worst = &d;
+    bad += !d.ok;
+  }
+  for (const TensorDiff &d : report->diffs)
+    outs() << "  " << left_justify(d.name, width) << "  "
+           << format("%9.2e", d.relDiff) << (d.ok ? "  ok" : "  DIVERGES")
+           << "\n";
+  if (const TensorDiff *first = report->firstFailure()) {
+    errs() << "strata verify: error: " << first->name
+           << " diverges: relative difference "
+           << format("%.2e", first->relDiff) << " > "
+           << format("%.0e", double(tolerance)) << " (" << bad << " of "
+           << report->diffs.size()
+           << " tensors beyond tolerance; the first in program order is the "
+              "one to look at)\n";
+    return kExitUserError;
+  }
+  outs() << "OK: " << report->diffs.size() << " tensors match within "
+         << format("%.0e", double(tolerance));
+  if (worst)
+    outs() << " (largest difference " << format("%.2e", worst->relDiff) << ", "
+           << worst->name << ")";
+  outs() << "\n";
+  return kExitOk;
+}
+
+VerbRegistration reg(verifyCmd, runVerify);
+
+} // namespace
+} // namespace strata
