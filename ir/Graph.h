@@ -17,11 +17,14 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace strata {
+
+class Graph;
 
 /// Index of a value in its graph.
 using ValueId = int32_t;
@@ -46,6 +49,9 @@ struct Node {
   llvm::SmallVector<ValueId, 1> results;
   Attrs attrs;
   std::string scope;  // provenance, e.g. "layers.3.attn.qkv"; kept by every pass
+  /// Only on `fused` nodes: the kernel body (inputs = operands, outputs =
+  /// results), immutable and shared by copies of the node.
+  std::shared_ptr<const Graph> body;
 };
 
 class Graph {

@@ -8,8 +8,17 @@
 //     %h = matmul(%x, %w1) {transpose_b=true} : f32[8,64,512] {shard=[_,_,tp]}  # layers.0.mlp.fc1
 //     %dx, %dw = rms_norm_grad(%dy, %x, %w) {eps=1e-05} : f32[..], f32[..]  # layers.0.ln1
 //     send(%h) {peer=1}
+//     %t, %g = fused(%h, %b) {kernel="fused0"} : f32[..], f32[..] {  # layers.0.mlp
+//       %t = add(%h, %b) : f32[..]  # layers.0.mlp.fc1
+//       %g = gelu(%t) {approx="tanh"} : f32[..]  # layers.0.mlp.act
+//       return %t, %g
+//     }
 //     return %h, %dw
 //   }
+//
+// A fused node's body is a graph of its own (Node::body) printed in braces:
+// its inputs are named after the operands, its names are its own, and its
+// `return` gives the node's results.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -397,6 +397,8 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
   }
   case OpKind::Send:
     return Types{};
+  case OpKind::Fused:
+    return err("fused result types come from its body (verifyFusedNode)");
   case OpKind::Recv: {
     auto dt = parseDType(attrs.getString("dtype", "f32"));
     if (!dt) return err("invalid 'dtype' attribute");

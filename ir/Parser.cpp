@@ -11,6 +11,7 @@
 #include "ir/IRText.h"
 #include "ir/Verifier.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -60,6 +61,15 @@ private:
                              bool shardingOnly, llvm::StringRef owner);
   llvm::Expected<std::string> parseAxis(llvm::StringRef owner);
   llvm::Error parseNode();
+  /// The body of a fused node: nodes and `return` up to the closing `}`, in
+  /// a name scope of its own whose inputs are named after the operands.
+  llvm::Expected<std::shared_ptr<Graph>>
+  parseBody(llvm::ArrayRef<ValueId> operands,
+            llvm::ArrayRef<const char *> operandLocs, llvm::StringRef kernel,
+            llvm::StringRef owner);
+  /// Whether the `{` at the current token opens a fused body rather than a
+  /// result's sharding dictionary.
+  bool braceOpensBody() const;
   llvm::Error parseReturn();
   /// Records a new value name; an existing one is an error naming `owner`.
   llvm::Error defineName(const Token &name, llvm::StringRef owner);
@@ -396,8 +406,12 @@ llvm::Error Parser::parseNode() {
   auto op = parseOpName(opTok.text);
   if (!op) return errorAt(opTok.loc, owner + ": unknown op '" + opTok.text + "'");
 
+  bool fused = *op == OpKind::Fused;
+  if (fused && names.empty())
+    return errorAt(opTok.loc, owner + ": fused needs at least one result");
   llvm::SmallVector<ValueId, 4> operands;
   llvm::SmallVector<TensorType, 4> operandTypes;
+  llvm::SmallVector<const char *, 4> operandLocs;
   if (auto e = expect(TokKind::LParen, "(")) return e;
   if (!tok_.is(TokKind::RParen)) {
     do {
@@ -405,8 +419,13 @@ llvm::Error Parser::parseNode() {
       if (!name) return name.takeError();
       auto v = useName(*name, owner);
       if (!v) return v.takeError();
+      if (fused && llvm::is_contained(operands, *v))
+        return errorAt(name->loc, owner + ": operand %" + name->text +
+                                      " appears twice (fused operands are "
+                                      "the body's inputs)");
       operands.push_back(*v);
       operandTypes.push_back(g_.type(*v));
+      operandLocs.push_back(name->loc);
     } while (consumeIf(TokKind::Comma));
   }
   if (auto e = expect(TokKind::RParen, ")")) return e;
@@ -428,21 +447,30 @@ llvm::Error Parser::parseNode() {
       if (!type) return type.takeError();
       types.push_back(*type);
       shardings.emplace_back();
-      if (tok_.is(TokKind::LBrace)) {
+      if (tok_.is(TokKind::LBrace) && !(fused && braceOpensBody())) {
         Attrs none;
         if (auto e = parseValueDict(*type, none, shardings.back(), true, owner))
           return e;
       }
     } while (consumeIf(TokKind::Comma));
   }
+  const char *bodyLoc = tok_.loc;
+  if (fused)
+    if (auto e = expect(TokKind::LBrace, "{ (the fused body)")) return e;
   std::string scope;
   if (tok_.is(TokKind::Comment)) {
     scope = tok_.text;
     consume();
   }
+  std::shared_ptr<Graph> body;
+  if (fused) {
+    auto parsed = parseBody(operands, operandLocs, attrs.getString("kernel"), owner);
+    if (!parsed) return parsed.takeError();
+    body = std::move(*parsed);
+  }
 
   int numResults = opNumResults(*op);
-  if (int(names.size()) != numResults)
+  if (numResults >= 0 && int(names.size()) != numResults)
     return errorAt(opTok.loc, owner + ": " + opTok.text + " has " +
                                   llvm::Twine(numResults) + " result(s), got " +
                                   llvm::Twine(names.size()) + " name(s)");
@@ -452,9 +480,15 @@ llvm::Error Parser::parseNode() {
                                  llvm::Twine(types.size()) + ")");
   if (auto e = verifyNodeAttrs(*op, attrs))
     return errorAt(attrLoc, owner + ": " + toString(std::move(e)));
-  auto inferred = inferResultTypes(*op, operandTypes, attrs, mesh());
+  auto inferred = fused ? verifyFusedNode(attrs, body.get(), operandTypes)
+                       : inferResultTypes(*op, operandTypes, attrs, mesh());
   if (!inferred)
-    return errorAt(opTok.loc, owner + ": " + toString(inferred.takeError()));
+    return errorAt(fused ? bodyLoc : opTok.loc,
+                   owner + ": " + toString(inferred.takeError()));
+  if (inferred->size() != types.size())
+    return errorAt(bodyLoc, owner + ": " + llvm::Twine(types.size()) +
+                                " result(s), the body returns " +
+                                llvm::Twine(inferred->size()));
   for (size_t i = 0; i < types.size(); ++i)
     if (types[i] != (*inferred)[i])
       return errorAt(typeLocs[i], owner + ": result type " + types[i].str() +
@@ -464,9 +498,45 @@ llvm::Error Parser::parseNode() {
   llvm::SmallVector<std::string, 2> nameStrs;
   for (const Token &name : names) nameStrs.push_back(name.text);
   int32_t n = g_.addNode(*op, operands, types, std::move(attrs), scope, nameStrs);
+  g_.node(n).body = std::move(body);
   for (size_t i = 0; i < shardings.size(); ++i)
     g_.value(g_.node(n).results[i]).sharding = std::move(shardings[i]);
   return llvm::Error::success();
+}
+
+bool Parser::braceOpensBody() const {
+  Lexer ahead = lex_;
+  Token t = ahead.next();
+  return !(t.is(TokKind::Ident) && (t.text == "shard" || t.text == "partial"));
+}
+
+llvm::Expected<std::shared_ptr<Graph>>
+Parser::parseBody(llvm::ArrayRef<ValueId> operands,
+                  llvm::ArrayRef<const char *> operandLocs,
+                  llvm::StringRef kernel, llvm::StringRef owner) {
+  auto body = std::make_shared<Graph>();
+  body->name = kernel.str();
+  llvm::StringMap<const char *> defs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const Value &v = g_.value(operands[i]);
+    body->addInput(v.name, v.type);
+    defs[v.name] = operandLocs[i];
+  }
+  // Parse into the body with its own names; the outer graph comes back after.
+  Graph &parsed = *body;
+  std::swap(g_, parsed);
+  std::swap(defLoc_, defs);
+  auto restore = llvm::make_scope_exit([&] {
+    std::swap(g_, parsed);
+    std::swap(defLoc_, defs);
+  });
+  while (!atIdent("return")) {
+    if (!tok_.is(TokKind::ValueName) && !tok_.is(TokKind::Ident))
+      return expected("a body node or 'return' (in " + owner + ")");
+    if (auto e = parseNode()) return e;
+  }
+  if (auto e = parseReturn()) return e;
+  return body;  // `restore` swaps the parsed body back into `parsed`
 }
 
 llvm::Error Parser::parseReturn() {

@@ -42,8 +42,18 @@ std::string inputText(const Value &v) {
   return s;
 }
 
-void printNode(llvm::raw_ostream &os, const Graph &g, const Node &n) {
-  os << "  ";
+void printReturn(llvm::raw_ostream &os, const Graph &g, llvm::StringRef indent) {
+  os << indent << "return";
+  for (size_t i = 0; i < g.outputs().size(); ++i)
+    os << (i ? ", %" : " %") << g.value(g.outputs()[i]).name;
+  os << '\n';
+}
+
+// One node per line; a fused node's body follows in braces, indented, with
+// the node's scope after the opening brace.
+void printNode(llvm::raw_ostream &os, const Graph &g, const Node &n,
+               llvm::StringRef indent) {
+  os << indent;
   for (size_t i = 0; i < n.results.size(); ++i)
     os << (i ? ", %" : "%") << g.value(n.results[i]).name;
   if (!n.results.empty()) os << " = ";
@@ -65,8 +75,14 @@ void printNode(llvm::raw_ostream &os, const Graph &g, const Node &n) {
       os << '}';
     }
   }
+  if (n.body) os << " {";
   if (!n.scope.empty()) os << "  # " << n.scope;
   os << '\n';
+  if (!n.body) return;
+  std::string inner = indent.str() + "  ";
+  for (const Node &m : n.body->nodes()) printNode(os, *n.body, m, inner);
+  printReturn(os, *n.body, inner);
+  os << indent << "}\n";
 }
 
 } // namespace
@@ -96,11 +112,9 @@ void printGraph(llvm::raw_ostream &os, const Graph &g) {
     os << inputs[i];
   }
   os << ") {\n";
-  for (const Node &n : g.nodes()) printNode(os, g, n);
-  os << "  return";
-  for (size_t i = 0; i < g.outputs().size(); ++i)
-    os << (i ? ", %" : " %") << g.value(g.outputs()[i]).name;
-  os << "\n}\n";
+  for (const Node &n : g.nodes()) printNode(os, g, n, "  ");
+  printReturn(os, g, "  ");
+  os << "}\n";
 }
 
 std::string graphToString(const Graph &g) {

@@ -70,6 +70,7 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   static constexpr AttrSpec kSend[] = {{"peer", K::Int}};
   static constexpr AttrSpec kRecv[] = {
       {"peer", K::Int}, {"shape", K::Ints}, {"dtype", K::String}};
+  static constexpr AttrSpec kFused[] = {{"kernel", K::String}};
 
   switch (k) {
   case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
@@ -111,6 +112,7 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   case OpKind::OneHot: return kOneHot;
   case OpKind::Send: return kSend;
   case OpKind::Recv: return kRecv;
+  case OpKind::Fused: return kFused;
   }
   return {};
 }
@@ -250,12 +252,19 @@ llvm::Error GraphVerifier::checkNode(int32_t index) {
   if (n.scope.find('\n') != std::string::npos ||
       llvm::StringRef(n.scope).trim() != n.scope)
     return fail("scope has a newline or surrounding spaces");
-  if (int want = opNumResults(n.op); int(n.results.size()) != want)
+  if (int want = opNumResults(n.op); want >= 0 && int(n.results.size()) != want)
     return fail("has " + llvm::Twine(n.results.size()) + " results, the op has " +
                 llvm::Twine(want));
   if (auto e = verifyNodeAttrs(n.op, n.attrs)) return fail(toString(std::move(e)));
-  auto inferred = inferResultTypes(n.op, operandTypes, n.attrs, mesh());
+  if (n.op != OpKind::Fused && n.body)
+    return fail("only fused nodes have a body");
+  auto inferred = n.op == OpKind::Fused
+                      ? verifyFusedNode(n.attrs, n.body.get(), operandTypes)
+                      : inferResultTypes(n.op, operandTypes, n.attrs, mesh());
   if (!inferred) return fail(toString(inferred.takeError()));
+  if (n.results.size() != inferred->size())
+    return fail("has " + llvm::Twine(n.results.size()) +
+                " results, its body returns " + llvm::Twine(inferred->size()));
   for (size_t i = 0; i < n.results.size(); ++i) {
     ValueId r = n.results[i];
     const Value &val = g_.value(r);
@@ -313,6 +322,37 @@ llvm::Error GraphVerifier::run() {
 
 llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs) {
   return checkKinds(attrs, attrSpecs(op));
+}
+
+llvm::Expected<llvm::SmallVector<TensorType, 1>>
+verifyFusedNode(const Attrs &attrs, const Graph *bodyPtr,
+                llvm::ArrayRef<TensorType> operandTypes) {
+  if (!bodyPtr) return err("fused node has no body");
+  const Graph &body = *bodyPtr;
+  std::string kernel = attrs.getString("kernel");
+  if (!isIdent(kernel))
+    return err("fused needs a 'kernel' attribute that is an identifier (got \"" +
+               kernel + "\")");
+  if (body.name != kernel)
+    return err("body @" + body.name + " differs from kernel \"" + kernel + "\"");
+  if (body.inputs().size() != operandTypes.size())
+    return err("body takes " + llvm::Twine(body.inputs().size()) +
+               " inputs, the node has " + llvm::Twine(operandTypes.size()) +
+               " operands");
+  for (size_t i = 0; i < operandTypes.size(); ++i)
+    if (body.type(body.inputs()[i]) != operandTypes[i])
+      return err("body input %" + body.value(body.inputs()[i]).name + " is " +
+                 body.type(body.inputs()[i]).str() + ", operand " +
+                 llvm::Twine(i) + " is " + operandTypes[i].str());
+  if (body.mesh) return err("a fused body has no mesh");
+  for (const Node &m : body.nodes())
+    if (m.op == OpKind::Fused || isCollective(m.op) || isPartitionOp(m.op))
+      return err("body op " + opName(m.op) +
+                 " is not allowed (no nested fused, mesh or rank-dependent ops)");
+  if (auto e = verifyGraph(body)) return err("in body: " + toString(std::move(e)));
+  llvm::SmallVector<TensorType, 1> types;
+  for (ValueId v : body.outputs()) types.push_back(body.type(v));
+  return types;
 }
 
 llvm::Error verifyInputAttrs(const Attrs &attrs) {

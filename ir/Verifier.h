@@ -21,6 +21,13 @@ llvm::Error verifyGraph(const Graph &g);
 llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs);
 /// The same for graph-input attributes (`param`, `init`, `std`).
 llvm::Error verifyInputAttrs(const Attrs &attrs);
+/// Checks a `fused` node's body against its attributes and operand types
+/// (Ops.def): a verified graph without nested fused nodes or mesh ops, named
+/// by the `kernel` attribute, whose inputs have the operand types. Returns
+/// the result types (the body's output types).
+llvm::Expected<llvm::SmallVector<TensorType, 1>>
+verifyFusedNode(const Attrs &attrs, const Graph *body,
+                llvm::ArrayRef<TensorType> operandTypes);
 /// Checks that `s` fits `type` on `mesh`: one entry per dim, axes that exist
 /// (each used once), split dims divisible by the product of their axis sizes
 /// (unless `localType`: the type is a shard's, as in a partitioned graph).

@@ -60,6 +60,7 @@ private:
         names.push_back(g.value(r).name);
       }
       int32_t m = out.addNode(n.op, operands, types, n.attrs, n.scope, names);
+      out.node(m).body = n.body;
       for (size_t k = 0; k < n.results.size(); ++k) {
         map[n.results[k]] = out.node(m).results[k];
         out.value(map[n.results[k]]).sharding = g.value(n.results[k]).sharding;

@@ -188,6 +188,8 @@ pb::Graph graphToProto(const Graph &g) {
     }
     attrsToProto(n.attrs, pn->mutable_attrs());
     pn->set_scope(n.scope);
+    if (n.body)
+      *pn->mutable_body() = graphToProto(*n.body);
   }
   for (ValueId v : g.outputs())
     p.add_outputs(index.lookup(v));
@@ -255,6 +257,12 @@ llvm::Expected<Graph> graphFromProto(const pb::Graph &p) {
       return attrs.takeError();
     int32_t id = g.addNode(*op, operands, types, std::move(*attrs), n.scope(),
                            resultNames);
+    if (n.has_body()) {
+      auto body = graphFromProto(n.body());
+      if (!body)
+        return err(where + ": body: " + toString(body.takeError()));
+      g.node(id).body = std::make_shared<const Graph>(std::move(*body));
+    }
     for (size_t r = 0; r < results.size(); ++r)
       place(g.node(id).results[r], results[r]);
   }

@@ -31,8 +31,8 @@ llvm::Error noGradient(const GradCtx &c) {
           "that add grad ops, collectives or rank-dependent ops)");
 }
 
-// Grad ops (no second order), the optimizer update, collectives and the
-// rank-dependent ops of partitioned graphs.
+// Grad ops (no second order), the optimizer update, collectives, the
+// rank-dependent ops of partitioned graphs and fused kernels.
 #define NO_GRADIENT(Enum)                                                     \
   llvm::Expected<Grads> grad##Enum(GradCtx &c) { return noGradient(c); }
 NO_GRADIENT(GeluGrad)
@@ -55,6 +55,7 @@ NO_GRADIENT(Recv)
 NO_GRADIENT(ShardSlice)
 NO_GRADIENT(PickLabel)
 NO_GRADIENT(OneHot)
+NO_GRADIENT(Fused)
 #undef NO_GRADIENT
 
 // Creation ops have no operands, hence nothing to propagate to.

@@ -180,6 +180,8 @@ llvm::Error Partitioner::partitionNode() {
   case OpKind::OneHot:
     return fail("the graph is already partitioned (spmd partitions the "
                 "logical graph once, before the pipeline and later passes)");
+  case OpKind::Fused:
+    return fail("the graph is already fused (fusion runs after spmd)");
   }
   return fail("no partitioning rule");
 }

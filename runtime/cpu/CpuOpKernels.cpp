@@ -528,6 +528,7 @@ KernelFn kernelFor(OpKind op) {
   case OpKind::ShardSlice: return shardSliceK;
   case OpKind::PickLabel: return FLOAT(PickLabelK);
   case OpKind::OneHot: return oneHotK;
+  case OpKind::Fused: return nullptr;  // generated kernels: not yet
   }
 #undef FLOAT
   return nullptr;

@@ -326,7 +326,8 @@ TEST(GradCheckCoverage, EveryDifferentiableOpHasACase) {
   for (int k = 0; k < kNumOps; ++k) {
     OpKind op = OpKind(k);
     // No operands (fill, iota) or no gradient (grad ops, optimizer,
-    // collectives, rank-dependent ops: the pass rejects them, AutodiffTest).
+    // collectives, rank-dependent ops, fused kernels: the pass rejects
+    // them, AutodiffTest).
     bool exempt = op == OpKind::Fill || op == OpKind::Iota ||
                   op == OpKind::GeluGrad || op == OpKind::SiluGrad ||
                   op == OpKind::ReluGrad || op == OpKind::LayerNormGrad ||
@@ -334,7 +335,7 @@ TEST(GradCheckCoverage, EveryDifferentiableOpHasACase) {
                   op == OpKind::AttentionGrad || op == OpKind::DropoutGrad ||
                   op == OpKind::CrossEntropyGrad ||
                   op == OpKind::AdamWUpdate || isCollective(op) ||
-                  isPartitionOp(op);
+                  isPartitionOp(op) || op == OpKind::Fused;
     EXPECT_TRUE(seen[k] || exempt) << opName(op).str() << " has no gradient check";
   }
 }
