@@ -17,6 +17,7 @@ namespace strata {
 
 void registerAutodiffPass();
 void registerDeadCodeEliminationPass();
+void registerFusionPass();
 void registerMegatronSeedsPass();
 void registerSpmdPass();
 
@@ -25,6 +26,7 @@ void registerAllPasses() {
   std::call_once(once, [] {
     registerAutodiffPass();
     registerDeadCodeEliminationPass();
+    registerFusionPass();
     registerMegatronSeedsPass();
     registerSpmdPass();
   });

@@ -1,0 +1,202 @@
+//===- FusionGroups.cpp - Which nodes the fusion pass puts in one kernel --===//
+#include "passes/fusion/FusionGroups.h"
+
+#include "passes/autodiff/Autodiff.h"
+
+#include <algorithm>
+
+namespace strata {
+
+namespace {
+
+// Element types the kernel renderers read (codegen/KernelPlan.h).
+bool isKernelDType(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::I32 ||
+         t == DType::I64;
+}
+
+bool isFloatKernelDType(DType t) { return t == DType::F32 || t == DType::F64; }
+
+bool hasSplitDim(const Value &v) {
+  return v.sharding && llvm::any_of(v.sharding->dims, [](const auto &axes) {
+           return !axes.empty();
+         });
+}
+
+class Grouper {
+public:
+  Grouper(const Graph &g, const FusionOptions &options)
+      : g_(g), options_(options), users_(g.users()),
+        groupOf_(g.nodes().size(), -1), mark_(g.nodes().size(), 0),
+        taint_(g.nodes().size(), 0), isOutput_(g.numValues(), false) {
+    for (ValueId v : g.outputs())
+      isOutput_[v] = true;
+  }
+
+  std::vector<FusionGroup> run();
+
+private:
+  struct Group {
+    FusionGroup g;
+    Shape domain;
+    bool backward = false;
+    bool alive = true;
+  };
+
+  int32_t newGroup(int32_t node, bool anchor);
+  /// Merges group b into group a if the rules allow; returns whether a and b
+  /// are one group afterwards.
+  bool tryMerge(int32_t a, int32_t b);
+  /// No path from `members` through a non-member back into `members`.
+  bool isConvex(llvm::ArrayRef<int32_t> members);
+  /// A matmul that may lead the group of `consumer` (its only user).
+  bool isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const;
+
+  const Graph &g_;
+  FusionOptions options_;
+  std::vector<llvm::SmallVector<int32_t, 2>> users_;
+  std::vector<int32_t> groupOf_;
+  std::vector<Group> groups_;
+  // Scratch for isConvex: node marks valid while equal to stamp_.
+  std::vector<uint32_t> mark_, taint_;
+  uint32_t stamp_ = 0;
+  std::vector<bool> isOutput_;
+};
+
+int32_t Grouper::newGroup(int32_t node, bool anchor) {
+  const Node &n = g_.node(node);
+  Group grp;
+  grp.g.members.push_back(node);
+  if (anchor)
+    grp.g.anchor = node;
+  grp.domain = g_.type(n.results[0]).shape;
+  grp.backward = isBackward(n);
+  groups_.push_back(std::move(grp));
+  groupOf_[node] = int32_t(groups_.size() - 1);
+  return groupOf_[node];
+}
+
+bool Grouper::isConvex(llvm::ArrayRef<int32_t> members) {
+  ++stamp_;
+  for (int32_t m : members)
+    mark_[m] = stamp_;
+  // Nodes between the first and last member, in order: a non-member reached
+  // from the group is tainted; a member reading a tainted node closes a path
+  // that leaves the group and comes back.
+  for (int32_t i = members.front(); i <= members.back(); ++i) {
+    bool member = mark_[i] == stamp_;
+    bool reached = false;
+    for (ValueId v : g_.node(i).operands) {
+      int32_t p = g_.value(v).defNode;
+      if (p < members.front())
+        continue;
+      if (member && taint_[p] == stamp_)
+        return false;
+      reached |= mark_[p] == stamp_ || taint_[p] == stamp_;
+    }
+    if (!member && reached)
+      taint_[i] = stamp_;
+  }
+  return true;
+}
+
+bool Grouper::tryMerge(int32_t a, int32_t b) {
+  if (a == b)
+    return true;
+  Group &ga = groups_[a], &gb = groups_[b];
+  if (ga.domain != gb.domain || ga.backward != gb.backward ||
+      (ga.g.anchor >= 0 && gb.g.anchor >= 0))
+    return false;
+  llvm::SmallVector<int32_t, 8> merged;
+  std::merge(ga.g.members.begin(), ga.g.members.end(), gb.g.members.begin(),
+             gb.g.members.end(), std::back_inserter(merged));
+  if (!isConvex(merged))
+    return false;
+  ga.g.members = std::move(merged);
+  ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
+  for (int32_t m : gb.g.members)
+    groupOf_[m] = a;
+  gb.alive = false;
+  gb.g.members.clear();
+  return true;
+}
+
+bool Grouper::isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const {
+  const Node &p = g_.node(producer);
+  return options_.matmulEpilogues && p.op == OpKind::MatMul &&
+         groupOf_[producer] < 0 && !isOutput_[v] &&
+         isFloatKernelDType(g_.type(v).dtype) &&
+         g_.type(v).shape == g_.type(g_.node(consumer).results[0]).shape &&
+         users_[v].size() == 1 && users_[v][0] == consumer;
+}
+
+std::vector<FusionGroup> Grouper::run() {
+  // Producer -> consumer (and matmul -> epilogue).
+  for (int32_t n = 0; n < int32_t(g_.nodes().size()); ++n) {
+    const Node &node = g_.node(n);
+    if (!isFusableElementwise(g_, node))
+      continue;
+    newGroup(n, /*anchor=*/false);
+    for (ValueId v : node.operands) {
+      int32_t p = g_.value(v).defNode;
+      if (p < 0)
+        continue;
+      if (groupOf_[p] >= 0) {
+        tryMerge(groupOf_[n], groupOf_[p]);
+      } else if (isAnchorFor(p, v, n)) {
+        int32_t ga = newGroup(p, /*anchor=*/true);
+        if (!tryMerge(groupOf_[n], ga)) {
+          groups_[ga].alive = false;
+          groupOf_[p] = -1;
+        }
+      }
+    }
+  }
+  // Siblings: groups that read the same value.
+  for (ValueId v = 0; v < ValueId(g_.numValues()); ++v) {
+    llvm::SmallVector<int32_t, 4> seen;
+    for (int32_t u : users_[v]) {
+      if (groupOf_[u] < 0 || groups_[groupOf_[u]].g.anchor == u)
+        continue;
+      int32_t gu = groupOf_[u];
+      bool joined = llvm::any_of(
+          seen, [&](int32_t s) { return tryMerge(groupOf_[s], gu); });
+      if (!joined)
+        seen.push_back(u);
+    }
+  }
+  std::vector<FusionGroup> out;
+  for (const Group &grp : groups_)
+    if (grp.alive && grp.g.members.size() >= 2)
+      out.push_back(grp.g);
+  std::sort(out.begin(), out.end(), [](const auto &x, const auto &y) {
+    return x.members.front() < y.members.front();
+  });
+  return out;
+}
+
+} // namespace
+
+bool isFusableElementwise(const Graph &g, const Node &n) {
+  bool elementwise = isElementwiseUnary(n.op) || isElementwiseBinary(n.op) ||
+                     n.op == OpKind::GeluGrad || n.op == OpKind::SiluGrad ||
+                     n.op == OpKind::ReluGrad || n.op == OpKind::Dropout ||
+                     n.op == OpKind::DropoutGrad;
+  if (!elementwise || n.results.size() != 1)
+    return false;
+  const Value &r = g.value(n.results[0]);
+  if (!isFloatKernelDType(r.type.dtype))
+    return false;
+  if (llvm::any_of(n.operands,
+                   [&](ValueId v) { return !isKernelDType(g.type(v).dtype); }))
+    return false;
+  bool dropout = n.op == OpKind::Dropout || n.op == OpKind::DropoutGrad;
+  return !(dropout && hasSplitDim(r));
+}
+
+std::vector<FusionGroup> findFusionGroups(const Graph &g,
+                                          const FusionOptions &options) {
+  return Grouper(g, options).run();
+}
+
+} // namespace strata

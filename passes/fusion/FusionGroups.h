@@ -1,0 +1,57 @@
+//===- FusionGroups.h - Which nodes the fusion pass puts in one kernel ----===//
+//
+// The grouping half of the `fusion` pass (Fusion.h builds the fused nodes).
+// A group is a set of elementwise nodes over one iteration space (the
+// domain: every member's result shape), optionally led by a matmul whose
+// result only the group reads (an epilogue anchor). The rules:
+//
+//  - Fusable: elementwise unary/binary ops (broadcasting operands), scale,
+//    cast, the unary gradients, dropout and dropout_grad (counter-based:
+//    the mask is a function of the element's index), with f32/f64 results.
+//    Dropout of a split value stays unfused (its global index needs the
+//    value's place in the mesh, which a kernel body does not carry).
+//  - Producer -> consumer: a node joins the groups of the producers of its
+//    operands; siblings: groups reading the same value join, so the value is
+//    read once. Anchors: a matmul joins as the head of its only consumer's
+//    group when its result has that shape and no other user.
+//  - Legality: the union stays convex (no path leaves the group and comes
+//    back, so the fused node has a place in topological order); forward and
+//    backward (`bwd`) nodes never share a group (pipeline F/B programs split
+//    there); at most one anchor.
+//  - Cost: no value is recomputed. A member result that is used outside the
+//    group becomes an extra kernel output (it is written once, as unfused;
+//    what fusion saves is every re-read and the writes of the internal
+//    values). A lone elementwise node is left alone: a kernel of one op
+//    saves nothing.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <vector>
+
+namespace strata {
+
+struct FusionOptions {
+  /// Let matmuls lead groups as anchors (elementwise epilogues).
+  bool matmulEpilogues = true;
+};
+
+struct FusionGroup {
+  /// Node indices, ascending; the anchor (if any) is among them.
+  llvm::SmallVector<int32_t, 8> members;
+  int32_t anchor = -1; ///< node index of the matmul anchor, or -1
+};
+
+/// The groups of `g` under the rules above, each with two or more members,
+/// ordered by their first member.
+std::vector<FusionGroup> findFusionGroups(const Graph &g,
+                                          const FusionOptions &options);
+
+/// Whether the fusion rules above let `n` be a non-anchor group member.
+bool isFusableElementwise(const Graph &g, const Node &n);
+
+} // namespace strata
