@@ -19,6 +19,7 @@ void registerAutodiffPass();
 void registerDeadCodeEliminationPass();
 void registerFusionPass();
 void registerMegatronSeedsPass();
+void registerRecomputePass();
 void registerSpmdPass();
 
 void registerAllPasses() {
@@ -28,6 +29,7 @@ void registerAllPasses() {
     registerDeadCodeEliminationPass();
     registerFusionPass();
     registerMegatronSeedsPass();
+    registerRecomputePass();
     registerSpmdPass();
   });
 }

@@ -1,0 +1,44 @@
+//===- BufferPlan.h - Liveness and buffer offsets of one program
+//-----------===//
+//
+// Every node result of a program gets an offset in one arena. A result is
+// live from the node that defines it to the last node that reads it
+// (inclusive, so a result never shares memory with an operand of its own
+// node); graph outputs stay live to the end. Intervals are packed first-fit,
+// largest first, each buffer aligned to 64 bytes: the planner the CPU
+// Interpreter uses today (runtime/Interpreter.cpp), here so that the plan
+// carries the offsets and the runtime can allocate from it.
+//
+// Outputs may instead live outside the arena (`outputsInArena = false`):
+// a forward program's outputs are its stash, which lives in per-microbatch
+// stash slots, and an optimizer program writes its parameters and moments
+// back in place.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace strata {
+
+struct BufferPlanOptions {
+  bool outputsInArena = true;
+  int64_t alignment = 64;
+};
+
+struct BufferPlan {
+  /// Per value (by ValueId: inputs, then node results in order): its offset
+  /// in the arena, or -1 for inputs and outputs kept outside it.
+  std::vector<int64_t> offsets;
+  int64_t arenaBytes = 0;
+  /// The most bytes (aligned) live at once: a lower bound on arenaBytes.
+  int64_t peakLiveBytes = 0;
+};
+
+/// Plans the arena of `g` (see the file comment).
+BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &options = {});
+
+} // namespace strata

@@ -1,0 +1,89 @@
+//===- MemoryPlan.cpp - Peak bytes per device of a pipelined plan
+//----------===//
+#include "passes/memory/MemoryPlan.h"
+
+#include "llvm/ADT/StringSet.h"
+
+namespace strata {
+
+int64_t forwardStashBytes(const Graph &f, bool hasLoss, SavedStateModel m) {
+  int64_t bytes = 0;
+  for (size_t i = hasLoss ? 1 : 0; i < f.outputs().size(); ++i)
+    bytes += f.type(f.outputs()[i]).bytes();
+  for (const Node &n : f.nodes())
+    bytes += internalSavedBytes(f, n, m);
+  return bytes;
+}
+
+MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
+  MemoryPlan mp;
+  mp.model = model;
+  for (const PipelineStage &s : p.stages) {
+    mp.forward.push_back(planBuffers(s.forward, {/*outputsInArena=*/false}));
+    mp.backward.push_back(planBuffers(s.backward));
+  }
+  for (const Graph &opt : p.optimizers)
+    mp.optimizer.push_back(planBuffers(opt, {/*outputsInArena=*/false}));
+
+  const Schedule &sched = p.schedule;
+  auto inFlight = maxInFlight(sched);
+  for (int64_t r = 0; r < p.pp; ++r) {
+    RankMemory m;
+    m.rank = r;
+    // Parameters the rank's programs read, once each.
+    llvm::StringSet<> seen;
+    for (const PipelineStage &s : p.stages) {
+      if (s.rank != r)
+        continue;
+      for (const Graph *g : {&s.forward, &s.backward})
+        for (ValueId v : g->params())
+          if (seen.insert(g->value(v).name).second) {
+            m.parameters += g->type(v).bytes();
+            m.gradients += g->type(v).bytes();
+          }
+    }
+    for (ValueId v : p.optimizers[r].params()) {
+      const TensorType &t = p.optimizers[r].type(v);
+      m.optimizerState += 2 * 4 * t.numElements();
+      if (t.dtype != DType::F32)
+        m.masterParams += 4 * t.numElements();
+    }
+    int64_t V = sched.spec.virtualStages;
+    for (int64_t c = 0; c < V; ++c) {
+      const PipelineStage &s = p.stages[sched.stageOf(r, c)];
+      m.stashPerMicrobatch.push_back(
+          forwardStashBytes(s.forward, s.head, model));
+      m.inFlight.push_back(inFlight[r][c]);
+    }
+    int64_t held = 0;
+    auto consider = [&](const Instr &i, int64_t workspace) {
+      int64_t total = m.staticBytes() + held + workspace;
+      if (total > m.peak) {
+        m.peak = total;
+        m.stash = held;
+        m.workspace = workspace;
+        m.peakAt = i.str();
+      }
+    };
+    for (const Instr &i : sched.ranks[r]) {
+      if (i.kind == Instr::Optimizer) {
+        consider(i, mp.optimizer[r].arenaBytes);
+        continue;
+      }
+      int64_t j = sched.stageOf(r, i.chunk);
+      int64_t slot = m.stashPerMicrobatch[i.chunk];
+      if (i.kind == Instr::Forward) {
+        held += slot;
+        m.maxStash = std::max(m.maxStash, held);
+        consider(i, mp.forward[j].arenaBytes);
+      } else {
+        consider(i, mp.backward[j].arenaBytes);
+        held -= slot;
+      }
+    }
+    mp.ranks.push_back(std::move(m));
+  }
+  return mp;
+}
+
+} // namespace strata

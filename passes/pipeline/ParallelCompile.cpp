@@ -1,0 +1,152 @@
+//===- ParallelCompile.cpp - Logical forward graph -> pipelined plan
+//-------===//
+#include "passes/pipeline/ParallelCompile.h"
+
+#include "ir/Verifier.h"
+#include "passes/autodiff/Autodiff.h"
+#include "passes/pipeline/ModelUnits.h"
+#include "passes/spmd/Spmd.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace strata {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// autodiff, then seeds and spmd when the mesh has more than one device.
+llvm::Expected<Graph> microbatchGraph(const Graph &forward,
+                                      const ParallelCompileOptions &o) {
+  if (o.sp && o.tp < 2)
+    return err("sequence parallelism (--sp) splits the sequence over tp, but "
+               "tp is 1 (use --tp 2 or more, or drop --sp)");
+  Graph g = forward;
+  if (auto e = differentiate(g))
+    return e;
+  if (o.tp == 1 && o.dp == 1)
+    return g;
+  if (auto e = seedMegatron(g, {o.tp, o.dp, o.sp}))
+    return e;
+  auto part = spmd::Partitioner(g, {}).run();
+  if (!part)
+    return part.takeError();
+  return part;
+}
+
+struct Attempt {
+  Graph micro;
+  PipelinePlan pipeline;
+  MemoryPlan memory;
+};
+
+llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
+                             const PipelineOptions &po, SavedStateModel model) {
+  Attempt a{micro, {}, {}};
+  if (auto e = recompute(a.micro, ro))
+    return e;
+  if (auto e = verifyGraph(a.micro))
+    return err("internal: recompute built an invalid graph: " +
+               toString(std::move(e)));
+  auto p = buildPipeline(a.micro, po);
+  if (!p)
+    return p.takeError();
+  a.pipeline = std::move(*p);
+  a.memory = planMemory(a.pipeline, model);
+  return a;
+}
+} // namespace
+
+llvm::Expected<CompiledPipeline>
+compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
+  auto micro = microbatchGraph(forward, o);
+  if (!micro)
+    return micro.takeError();
+  PipelineOptions po;
+  po.pp = o.pp;
+  po.schedule = o.schedule;
+  po.microbatches = o.microbatches;
+  po.layersPerStage = o.layersPerStage;
+  po.optimizer = o.optimizer;
+  RecomputeOptions ro;
+  ro.mode =
+      o.recompute == RecomputeMode::Auto ? RecomputeMode::None : o.recompute;
+
+  CompiledPipeline out;
+  if (o.recompute != RecomputeMode::Auto) {
+    auto a = plan(*micro, ro, po, o.savedState);
+    if (!a)
+      return a.takeError();
+    if (o.recompute == RecomputeMode::Full)
+      for (int64_t l = 0, e = countLayers(a->micro); l < e; ++l)
+        out.recomputedLayers.push_back(l);
+    out.micro = std::move(a->micro);
+    out.pipeline = std::move(a->pipeline);
+    out.memory = std::move(a->memory);
+    return out;
+  }
+
+  if (o.memoryBudget < 0)
+    return err("--recompute auto needs --memory-budget (the peak bytes one "
+               "device may use, e.g. 40GB)");
+  auto a = plan(*micro, ro, po, o.savedState);
+  if (!a)
+    return a.takeError();
+  // Keep the first cut, so choosing blocks does not move them.
+  po.layersPerStage.clear();
+  for (const PipelineStage &s : a->pipeline.stages)
+    po.layersPerStage.push_back(s.numLayers);
+  std::vector<LayerRecomputeCost> costs = layerRecomputeCosts(a->micro);
+  llvm::SmallVector<int64_t, 8> chosen;
+  while (true) {
+    bool changed = false;
+    for (const RankMemory &m : a->memory.ranks) {
+      int64_t over = m.peak - o.memoryBudget;
+      if (over <= 0)
+        continue;
+      llvm::SmallVector<int64_t, 8> candidates;
+      for (const PipelineStage &s : a->pipeline.stages)
+        if (s.rank == m.rank)
+          for (int64_t l = s.firstLayer; l < s.firstLayer + s.numLayers; ++l)
+            if (!llvm::is_contained(chosen, l))
+              candidates.push_back(l);
+      int64_t inFlight = std::max<int64_t>(
+          1, *std::max_element(m.inFlight.begin(), m.inFlight.end()));
+      // The cheapest blocks that should make up the excess; all that are
+      // left when they cannot.
+      auto more = chooseRecomputeLayers(costs, candidates,
+                                        (over + inFlight - 1) / inFlight);
+      llvm::SmallVector<int64_t, 8> add = candidates;
+      if (more)
+        add = *more;
+      else
+        llvm::consumeError(more.takeError());
+      if (add.empty())
+        return err("--memory-budget " + llvm::Twine(o.memoryBudget) +
+                   " bytes cannot be met: pipeline rank " +
+                   llvm::Twine(m.rank) + " needs " + llvm::Twine(m.peak) +
+                   " bytes per device with every one of its blocks "
+                   "recomputed (raise the budget, or add tp, sp or pp)");
+      chosen.append(add.begin(), add.end());
+      changed = true;
+    }
+    if (!changed)
+      break;
+    llvm::sort(chosen);
+    RecomputeOptions full = ro;
+    full.mode = RecomputeMode::Full;
+    full.layers = chosen;
+    auto next = plan(*micro, full, po, o.savedState);
+    if (!next)
+      return next.takeError();
+    a = std::move(next);
+  }
+  out.recomputedLayers = chosen;
+  out.micro = std::move(a->micro);
+  out.pipeline = std::move(a->pipeline);
+  out.memory = std::move(a->memory);
+  return out;
+}
+
+} // namespace strata

@@ -1,0 +1,53 @@
+//===- ParallelCompile.h - Logical forward graph -> pipelined parallel plan
+//===//
+//
+// The compiler's pass order for a training step (docs: DESIGN.md):
+//
+//   autodiff                        microbatch graph (forward + backward)
+//   megatron-seeds{tp,dp,sp}, spmd  per-device graph with collectives (only
+//                                   when tp, dp or sp ask for it)
+//   recompute{mode}                 after spmd, so stash bytes are per device
+//   pipeline                        stages, F/B/optimizer programs, schedule
+//   memory                          buffers and peak bytes per device
+//
+// Auto recomputation needs the whole picture, so it is a loop here: plan
+// with nothing recomputed, then for every rank whose peak exceeds the budget
+// recompute its cheapest blocks (Recompute.h, chooseRecomputeLayers) until
+// each rank fits, keeping the stage cut of the first plan.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/memory/MemoryPlan.h"
+#include "passes/pipeline/Pipeline.h"
+#include "passes/recompute/Recompute.h"
+
+namespace strata {
+
+struct ParallelCompileOptions {
+  int64_t tp = 1, dp = 1, pp = 1;
+  bool sp = false;
+  ScheduleSpec schedule;
+  int64_t microbatches = 1;
+  std::vector<int64_t> layersPerStage;
+  RecomputeMode recompute = RecomputeMode::None;
+  /// Auto recomputation: peak bytes allowed per device.
+  int64_t memoryBudget = -1;
+  SavedStateModel savedState = SavedStateModel::Strata;
+  OptimizerConfig optimizer;
+};
+
+struct CompiledPipeline {
+  /// The microbatch graph the stages were cut from.
+  Graph micro;
+  PipelinePlan pipeline;
+  MemoryPlan memory;
+  /// Blocks recomputed in full (mode full or auto), ascending.
+  llvm::SmallVector<int64_t, 8> recomputedLayers;
+};
+
+/// Runs the passes above on the logical forward graph `forward`.
+llvm::Expected<CompiledPipeline>
+compilePipeline(const Graph &forward, const ParallelCompileOptions &options);
+
+} // namespace strata

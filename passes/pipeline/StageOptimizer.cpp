@@ -1,0 +1,179 @@
+//===- StageOptimizer.cpp - The optimizer program of a pipeline rank
+//-------===//
+//
+// The AdamW graph of the parameters a rank owns, built on their logical
+// (global) types and partitioned by spmd like the microbatch graph, so the
+// data-parallel gradient reduction and the norm's tp reductions come out of
+// propagation. Then the pipeline's additions: tied-parameter messages and
+// the all_reduce of the sum of squares over pp (PipelinePlan.h).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/pipeline/GraphCopy.h"
+#include "passes/pipeline/Pipeline.h"
+#include "passes/spmd/Partitioner.h"
+
+namespace strata::pipeline {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "pipeline: " + msg);
+}
+
+/// The logical type of a (possibly partitioned) value of `g`.
+TensorType globalType(const Graph &g, ValueId v) {
+  TensorType t = g.type(v);
+  const Value &val = g.value(v);
+  if (!g.partitioned || !val.sharding || !g.mesh)
+    return t;
+  for (size_t d = 0; d < val.sharding->dims.size(); ++d)
+    t.shape[d] *= spmd::groupSize(*g.mesh, val.sharding->dims[d]);
+  return t;
+}
+
+/// The AdamW graph of `owned`, partitioned when `micro` is.
+llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
+                            const OptimizerConfig &config) {
+  Graph params;
+  params.name = micro.name;
+  params.mesh = micro.mesh;
+  for (ValueId p : owned) {
+    const Value &v = micro.value(p);
+    ValueId q = params.addInput(v.name, globalType(micro, p), v.attrs);
+    params.value(q).sharding = v.sharding;
+  }
+  Graph opt = buildOptimizerGraph(params, config);
+  if (!micro.partitioned)
+    return opt;
+  // The microbatch programs' gradients are partial sums over dp.
+  if (opt.mesh && opt.mesh->axisSize("dp") > 1)
+    for (ValueId v : opt.inputs()) {
+      Value &in = opt.value(v);
+      if (!llvm::StringRef(in.name).startswith("grad."))
+        continue;
+      Sharding s =
+          in.sharding ? *in.sharding : Sharding::replicated(in.type.rank());
+      s.partial = {"dp"};
+      in.sharding = s;
+    }
+  spmd::PartitionOptions po;
+  po.keepPartial.clear();
+  return spmd::Partitioner(opt, po).run();
+}
+} // namespace
+
+Attrs sendAttrs(int64_t peer, int64_t tag) {
+  return {{"axes", StrList{"pp"}}, {"peer", peer}, {"tag", tag}};
+}
+
+Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type) {
+  return {{"axes", StrList{"pp"}},
+          {"dtype", dtypeName(type.dtype).str()},
+          {"peer", peer},
+          {"shape", IntList(type.shape.begin(), type.shape.end())},
+          {"tag", tag}};
+}
+
+llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
+                                          const std::optional<Mesh> &mesh,
+                                          int64_t rank,
+                                          llvm::ArrayRef<ValueId> held,
+                                          llvm::ArrayRef<TiedMessage> tied,
+                                          const OptimizerConfig &config) {
+  auto ownedBy = [&](ValueId p) {
+    for (const TiedMessage &m : tied)
+      if (m.param == p)
+        return m.owner;
+    return rank;
+  };
+  llvm::SmallVector<ValueId, 32> owned;
+  for (ValueId p : held)
+    if (ownedBy(p) == rank)
+      owned.push_back(p);
+  auto opt = adamw(micro, owned, config);
+  if (!opt)
+    return opt.takeError();
+
+  Graph out = emptyLike(*opt);
+  out.name = micro.name + "_rank" + std::to_string(rank) + "_optimizer";
+  out.mesh = mesh;
+  GraphCopier c(*opt, out);
+  for (ValueId v : opt->inputs())
+    c.addInput(v);
+  // Gradients of tied parameters owned elsewhere: inputs, sent first (before
+  // the norm's all_reduce, which the owner reaches only after receiving).
+  llvm::SmallVector<std::pair<const TiedMessage *, ValueId>, 2> sent;
+  for (const TiedMessage &m : tied) {
+    if (m.holder != rank)
+      continue;
+    ValueId g = micro.lookup("grad." + micro.value(m.param).name);
+    if (g == kNoValue)
+      return err("tied parameter %" + micro.value(m.param).name +
+                 " has no gradient output");
+    GraphCopier gc(micro, out);
+    sent.push_back({&m, gc.addInput(g)});
+  }
+  for (auto [m, g] : sent)
+    out.addNode(OpKind::Send, {g}, {}, sendAttrs(m->owner, m->gradTag),
+                "optimizer." + micro.value(m->param).name);
+  // Owned tied parameters: add the holders' gradients, in rank order.
+  for (const TiedMessage &m : tied) {
+    if (m.owner != rank)
+      continue;
+    const std::string &name = micro.value(m.param).name;
+    ValueId in = opt->lookup("grad." + name);
+    ValueId sum = c.mapped(in);
+    TensorType t = out.type(sum);
+    std::string scope = "optimizer." + name;
+    int32_t r = out.addNode(
+        OpKind::Recv, {}, {t}, recvAttrs(m.holder, m.gradTag, t), scope,
+        {"grad." + name + ".from" + std::to_string(m.holder)});
+    ValueId got = out.node(r).results[0];
+    out.value(got).sharding = out.value(sum).sharding;
+    int32_t a = out.addNode(OpKind::Add, {sum, got}, {t}, {}, scope,
+                            {out.freshName("grad." + name + ".tied")});
+    out.value(out.node(a).results[0]).sharding = out.value(sum).sharding;
+    c.setMapped(in, out.node(a).results[0]);
+  }
+  bool acrossStages = mesh && mesh->axisSize("pp") > 1;
+  for (size_t i = 0; i < opt->nodes().size(); ++i) {
+    const Node &n = opt->node(i);
+    if (acrossStages && n.op == OpKind::Sqrt &&
+        opt->value(n.results[0]).name == "grad_norm") {
+      ValueId local = c.mapped(n.operands[0]);
+      Attrs attrs{{"axes", StrList{"pp"}},
+                  {"reason", "pipeline: the global gradient norm sums the "
+                             "squares of every stage's gradients"},
+                  {"reduce", "sum"},
+                  {"src", "optimizer.grad_norm"}};
+      int32_t ar = out.addNode(OpKind::AllReduce, {local}, {out.type(local)},
+                               attrs, n.scope, {out.freshName("sumsq.pp")});
+      int32_t k = c.copyNode(n, {out.node(ar).results[0]}, {}, n.attrs);
+      c.setMapped(n.results[0], out.node(k).results[0]);
+      continue;
+    }
+    c.copyNode(int32_t(i));
+  }
+  llvm::SmallVector<ValueId, 64> outputs;
+  for (ValueId v : opt->outputs())
+    outputs.push_back(c.mapped(v));
+  for (const TiedMessage &m : tied) {
+    const std::string &name = micro.value(m.param).name;
+    if (m.owner == rank) {
+      ValueId updated = c.mapped(opt->lookup("new." + name));
+      out.addNode(OpKind::Send, {updated}, {}, sendAttrs(m.holder, m.newTag),
+                  "optimizer." + name);
+    } else if (m.holder == rank) {
+      const Value &p = micro.value(m.param);
+      int32_t r = out.addNode(OpKind::Recv, {}, {p.type},
+                              recvAttrs(m.owner, m.newTag, p.type),
+                              "optimizer." + name, {"new." + name});
+      out.value(out.node(r).results[0]).sharding = p.sharding;
+      outputs.push_back(out.node(r).results[0]);
+    }
+  }
+  out.setOutputs(outputs);
+  return out;
+}
+
+} // namespace strata::pipeline
