@@ -2,13 +2,16 @@
 //
 // Prints what a plan (or a spec, compiled in memory) contains: a summary
 // table by default, or the IR text (--ir), a JSON summary (--json) or a
-// Graphviz drawing of the graph (--dot).
+// Graphviz drawing of the graph (--dot); for the compiled training step
+// (PipelineInspect.h) the stage programs (--programs), the memory per device
+// (--memory) and the schedule with its timeline (--schedule FILE.svg).
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "ir/IRText.h"
 #include "tools/strata/Dot.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/PipelineInspect.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -37,6 +40,17 @@ cl::opt<bool> printDot("dot",
                        cl::desc("Print the logical graph for Graphviz "
                                 "(nodes: op and shape; clusters: layers)"),
                        cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printPrograms_("programs",
+                             cl::desc("Print the stage programs as IR text"),
+                             cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printMemory("memory",
+                          cl::desc("Print the bytes per device of each "
+                                   "pipeline rank"),
+                          cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<std::string> scheduleSvg(
+    "schedule",
+    cl::desc("Print the pipeline schedule and draw its timeline into <file>"),
+    cl::value_desc("file.svg"), cl::sub(inspectCmd), cl::cat(strataCategory()));
 
 /// 4.7e9 -> "4.70 GFLOP".
 std::string flops(double f) {
@@ -146,7 +160,7 @@ json::Value summaryJson(const LoadedPlan &p) {
                                   {"norms", l.norms},
                                   {"total", l.total()}});
   int64_t seqs = sequencesPerStep(p);
-  return json::Object{
+  json::Object out{
       {"name", p.plan.model().name()},
       {"family", c.familyName()},
       {"format_version", int64_t(p.plan.format_version())},
@@ -180,18 +194,42 @@ json::Value summaryJson(const LoadedPlan &p) {
                              {"params", gc.params},
                              {"data_inputs", gc.dataInputs}}},
   };
+  if (p.plan.has_pipeline())
+    for (auto &member : pipelineJson(p.plan))
+      out.try_emplace(member.first, std::move(member.second));
+  return out;
 }
 
 int runInspect() {
-  if (int(printIR) + int(printJson) + int(printDot) > 1) {
+  if (int(printIR) + int(printJson) + int(printDot) + int(printPrograms_) +
+          int(printMemory) + int(!scheduleSvg.empty()) >
+      1) {
     WithColor::error(errs(), "strata inspect")
-        << "--ir, --json and --dot are exclusive (pick one)\n";
+        << "--ir, --json, --dot, --programs, --memory and --schedule are "
+           "exclusive (pick one)\n";
     return kExitUserError;
   }
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
     return reportError(loaded.takeError());
-  if (printIR)
+  bool pipelineView = printPrograms_ || printMemory || !scheduleSvg.empty();
+  if (pipelineView && !loaded->plan.has_pipeline()) {
+    WithColor::error(errs(), "strata inspect")
+        << inputPath
+        << " has no compiled training step (--programs, "
+           "--memory and --schedule read a plan from `strata compile SPEC "
+           "[--tp T --pp P ...] -o PLAN`)\n";
+    return kExitUserError;
+  }
+  if (printPrograms_) {
+    if (Error e = printPrograms(outs(), loaded->plan))
+      return reportError(std::move(e));
+  } else if (printMemory) {
+    printMemoryReport(outs(), loaded->plan);
+  } else if (!scheduleSvg.empty()) {
+    if (Error e = printSchedule(outs(), loaded->plan, scheduleSvg))
+      return reportError(std::move(e));
+  } else if (printIR)
     printGraph(outs(), loaded->graph);
   else if (printJson)
     outs() << formatv("{0:2}", summaryJson(*loaded)) << '\n';

@@ -1,0 +1,129 @@
+//===- PipelineProto.cpp - Compiled pipelines in the Plan, and back
+//--------===//
+#include "tools/strata/PipelineProto.h"
+
+#include "proto/GraphProto.h"
+
+namespace strata {
+
+namespace {
+void storeBuffers(pb::BufferPlan *out, const BufferPlan &b) {
+  for (int64_t o : b.offsets)
+    out->add_offsets(o);
+  out->set_arena_bytes(b.arenaBytes);
+}
+} // namespace
+
+void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
+                   const ParallelCompileOptions &o) {
+  const PipelinePlan &p = c.pipeline;
+  pb::ParallelConfig *cfg = plan.mutable_parallel();
+  cfg->set_tp(o.tp);
+  cfg->set_dp(o.dp);
+  cfg->set_pp(o.pp);
+  cfg->set_sp(o.sp);
+  cfg->set_microbatches(o.microbatches);
+  cfg->set_schedule(o.schedule.str());
+  cfg->set_recompute(recomputeModeName(o.recompute).str());
+  for (int64_t l : c.recomputedLayers)
+    cfg->add_recomputed_layers(l);
+  cfg->set_memory_budget(std::max<int64_t>(o.memoryBudget, 0));
+
+  pb::Pipeline *pipe = plan.mutable_pipeline();
+  for (const PipelineStage &s : p.stages) {
+    pb::PipelineStage *ps = pipe->add_stages();
+    ps->set_index(s.index);
+    ps->set_rank(s.rank);
+    ps->set_chunk(s.chunk);
+    ps->set_first_layer(s.firstLayer);
+    ps->set_num_layers(s.numLayers);
+    ps->set_embedding(s.embedding);
+    ps->set_head(s.head);
+    *ps->mutable_forward() = graphToProto(s.forward);
+    *ps->mutable_backward() = graphToProto(s.backward);
+    for (const std::string &name : s.stash)
+      ps->add_stash(name);
+    ps->set_forward_flops(s.forwardFlops);
+    ps->set_backward_flops(s.backwardFlops);
+  }
+  for (const Graph &g : p.optimizers)
+    *pipe->add_optimizers() = graphToProto(g);
+  for (const TiedParam &t : p.tied) {
+    pb::TiedParameter *tp = pipe->add_tied();
+    tp->set_name(t.name);
+    for (int64_t r : t.ranks)
+      tp->add_ranks(r);
+  }
+  pipe->set_balance_report(p.balanceReport);
+
+  const Schedule &s = p.schedule;
+  pb::Schedule *ps = plan.mutable_schedule();
+  ps->set_kind(s.spec.str());
+  ps->set_pp(s.pp);
+  ps->set_microbatches(s.microbatches);
+  ps->set_virtual_stages(s.spec.virtualStages);
+  for (const std::vector<Instr> &rank : s.ranks) {
+    pb::Schedule::Rank *pr = ps->add_ranks();
+    for (const Instr &i : rank) {
+      pb::Instruction *pi = pr->add_instructions();
+      pi->set_kind(i.kind == Instr::Forward    ? pb::Instruction::FORWARD
+                   : i.kind == Instr::Backward ? pb::Instruction::BACKWARD
+                                               : pb::Instruction::OPTIMIZER);
+      pi->set_microbatch(i.microbatch);
+      pi->set_chunk(i.chunk);
+    }
+  }
+  ps->set_bubble_fraction(idealBubbleFraction(s));
+
+  const MemoryPlan &m = c.memory;
+  pb::MemoryPlan *pm = plan.mutable_memory();
+  pm->set_saved_state_model(savedStateModelName(m.model).str());
+  for (const BufferPlan &b : m.forward)
+    storeBuffers(pm->add_forward(), b);
+  for (const BufferPlan &b : m.backward)
+    storeBuffers(pm->add_backward(), b);
+  for (const BufferPlan &b : m.optimizer)
+    storeBuffers(pm->add_optimizer(), b);
+  for (const RankMemory &r : m.ranks) {
+    pb::MemoryPlan::Rank *pr = pm->add_ranks();
+    pr->set_rank(r.rank);
+    pr->set_parameters(r.parameters);
+    pr->set_gradients(r.gradients);
+    pr->set_optimizer_state(r.optimizerState);
+    pr->set_master_params(r.masterParams);
+    pr->set_stash(r.stash);
+    pr->set_workspace(r.workspace);
+    pr->set_peak(r.peak);
+    pr->set_peak_at(r.peakAt);
+    for (int64_t b : r.stashPerMicrobatch)
+      pr->add_stash_per_microbatch(b);
+    for (int64_t n : r.inFlight)
+      pr->add_in_flight(n);
+    pr->set_max_stash(r.maxStash);
+  }
+  for (const auto &[unit, bytes] : stashBytesByUnit(c.micro, m.model))
+    (*pm->mutable_stash_per_unit())[unit] = bytes;
+}
+
+llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &p) {
+  auto spec = parseScheduleSpec(p.kind());
+  if (!spec)
+    return spec.takeError();
+  Schedule s;
+  s.spec = *spec;
+  s.pp = p.pp();
+  s.microbatches = p.microbatches();
+  for (const pb::Schedule::Rank &r : p.ranks()) {
+    std::vector<Instr> &out = s.ranks.emplace_back();
+    for (const pb::Instruction &i : r.instructions())
+      out.push_back({i.kind() == pb::Instruction::FORWARD    ? Instr::Forward
+                     : i.kind() == pb::Instruction::BACKWARD ? Instr::Backward
+                                                             : Instr::Optimizer,
+                     int32_t(i.microbatch()), int32_t(i.chunk())});
+  }
+  if (auto e = validateSchedule(s))
+    return e;
+  return s;
+}
+
+} // namespace strata

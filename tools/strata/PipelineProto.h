@@ -1,0 +1,25 @@
+//===- PipelineProto.h - Compiled pipelines in the Plan, and back
+//----------===//
+//
+// `strata compile` stores the parallel configuration, the stage programs,
+// the schedule and the memory plan in the Plan's fields 16, 17, 24 and 32
+// (proto/strata.proto); `strata inspect` reads them back.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/pipeline/ParallelCompile.h"
+#include "proto/strata.pb.h"
+
+#include "llvm/Support/Error.h"
+
+namespace strata {
+
+/// Fills `plan`'s parallel, pipeline, schedule and memory fields.
+void storePipeline(pb::Plan &plan, const CompiledPipeline &compiled,
+                   const ParallelCompileOptions &options);
+
+/// The schedule of a plan, rebuilt and validated.
+llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &s);
+
+} // namespace strata
