@@ -26,7 +26,6 @@ public:
   create(const Graph &g, DeviceGroup &group);
 
   const Graph &graph() const { return g_; }
-  DeviceGroup &group() const { return group_; }
 
   /// Runs every local rank: inputs[local][i] is the device buffer of graph
   /// input i on local rank `local`; outputs[local] receives that rank's

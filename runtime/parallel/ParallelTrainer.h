@@ -48,8 +48,6 @@ public:
 
   int64_t step() const { return step_; }
   void setStep(int64_t s) { step_ = s; }
-  int64_t batch() const { return batch_; }
-  int64_t seqLen() const { return seq_; }
   const ParallelPrograms &programs() const { return programs_; }
 
   /// The logical state `<p>`, `adam_m.<p>`, `adam_v.<p>` (parameter order),

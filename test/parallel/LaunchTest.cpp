@@ -1,9 +1,10 @@
-//===- LaunchTest.cpp - `strata launch` and multi-process training --------===//
+//===- LaunchTest.cpp - `strata launch`, multi-process training, verify ---===//
 //
 // Runs the strata binary: the launcher's environment and output prefixes, a
-// failing rank stopping the job quickly with its exit code, and a 2-process
+// failing rank stopping the job quickly with its exit code, a 2-process
 // training job on loopback giving bitwise the losses of the same layout run
-// in one process (both reduce in rank order; see runtime/comm).
+// in one process (both reduce in rank order; see runtime/comm), and the
+// verify verb's report and exit codes.
 //
 //===----------------------------------------------------------------------===//
 #include "llvm/ADT/SmallString.h"
@@ -44,12 +45,15 @@ protected:
     args.insert(args.begin(), STRATA_BIN);
     std::vector<llvm::StringRef> argv(args.begin(), args.end());
     std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
-    llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, llvm::StringRef(out),
-                                                   llvm::StringRef(err)};
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
     auto t0 = std::chrono::steady_clock::now();
-    int code = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None, redirects,
-                                         /*secondsToWait=*/120);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int code =
+        llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None, redirects,
+                                  /*secondsToWait=*/120);
+    double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     return {code, read(out), read(err), s};
   }
 
@@ -58,7 +62,8 @@ protected:
     std::string text = read(outDir + "/metrics.jsonl");
     std::regex re("\"loss\":([-0-9.eE+]+)");
     std::vector<std::string> l;
-    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it)
+    for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end;
+         ++it)
       l.push_back((*it)[1]);
     return l;
   }
@@ -66,7 +71,8 @@ protected:
   /// A tiny Llama spec with dropout and gradient accumulation, and its data.
   std::string writeSpec() {
     std::ofstream d(dir_ + "/text.txt");
-    for (int i = 0; i < 300; ++i) d << "to be or not to be, that is the question " << i << "\n";
+    for (int i = 0; i < 300; ++i)
+      d << "to be or not to be, that is the question " << i << "\n";
     std::ofstream s(dir_ + "/spec.textproto");
     s << R"(name: "t" family: LLAMA vocab_size: 1 make_vocab_size_divisible_by: 16
 hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 32 seq_len: 8 micro_batch: 4 dropout: 0.1
@@ -79,23 +85,27 @@ training { steps: 4 lr: 1e-2 min_lr: 1e-3 warmup: 1 grad_accum: 2 eval_every: 0 
 };
 
 TEST_F(LaunchTest, SetsTorchrunVariablesAndPrefixesOutput) {
-  Result r = strata({"launch", "--nproc", "2", "--master-port", "0", "--", "sh", "-c",
-                     "echo $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $MASTER_ADDR; "
-                     "echo oops >&2"});
+  Result r = strata(
+      {"launch", "--nproc", "2", "--master-port", "0", "--", "sh", "-c",
+       "echo $RANK/$WORLD_SIZE $LOCAL_RANK/$LOCAL_WORLD_SIZE $MASTER_ADDR; "
+       "echo oops >&2"});
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("[rank 0] 0/2 0/2 127.0.0.1\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[rank 1] 1/2 1/2 127.0.0.1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank 0] 0/2 0/2 127.0.0.1\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[rank 1] 1/2 1/2 127.0.0.1\n"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.err.find("[rank 1] oops\n"), std::string::npos) << r.err;
 }
 
 // Rank 1 fails; ranks 0 and 2 would sleep for a minute but are stopped.
 TEST_F(LaunchTest, FailingRankStopsTheJob) {
-  Result r = strata({"launch", "--nproc", "3", "--master-port", "0", "--", "sh", "-c",
-                     "if [ $RANK = 1 ]; then exit 3; fi; sleep 60"});
+  Result r = strata({"launch", "--nproc", "3", "--master-port", "0", "--", "sh",
+                     "-c", "if [ $RANK = 1 ]; then exit 3; fi; sleep 60"});
   EXPECT_EQ(r.code, 3);
   EXPECT_LT(r.seconds, 10.0);
   EXPECT_NE(r.err.find("rank 1 exited with code 3; stopped the other ranks"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
 }
 
 // A strata rank that fails at start (bad data path) while rank 0 waits for
@@ -105,7 +115,8 @@ TEST_F(LaunchTest, FailingTrainingRankStopsTheJob) {
   std::string cmd = std::string("exec ") + STRATA_BIN + " train " + spec +
                     " --tp 2 --sample 0 --out " + dir_ + "/out --data " + dir_ +
                     "/$([ $RANK = 1 ] && echo missing.txt || echo text.txt)";
-  Result r = strata({"launch", "--nproc", "2", "--master-port", "0", "--", "sh", "-c", cmd});
+  Result r = strata(
+      {"launch", "--nproc", "2", "--master-port", "0", "--", "sh", "-c", cmd});
   EXPECT_NE(r.code, 0);
   EXPECT_LT(r.seconds, 30.0);
   EXPECT_NE(r.err.find("[rank 1] "), std::string::npos) << r.err;
@@ -114,19 +125,22 @@ TEST_F(LaunchTest, FailingTrainingRankStopsTheJob) {
 
 TEST_F(LaunchTest, TwoProcessesTrainLikeOneProcess) {
   std::string spec = writeSpec();
-  std::vector<std::string> train = {"train", spec, "--data", dir_ + "/text.txt", "--tp", "2",
-                                    "--sp", "--sample", "0"};
+  std::vector<std::string> train = {"train", spec, "--data", dir_ + "/text.txt",
+                                    "--tp",  "2",  "--sp",   "--sample",
+                                    "0"};
   auto with = [&](std::vector<std::string> pre, const std::string &out) {
     pre.insert(pre.end(), train.begin(), train.end());
     pre.push_back("--out");
     pre.push_back(dir_ + "/" + out);
     return pre;
   };
-  Result mp = strata(with({"launch", "--nproc", "2", "--master-port", "0", "--", "strata"}, "mp"));
+  Result mp = strata(with(
+      {"launch", "--nproc", "2", "--master-port", "0", "--", "strata"}, "mp"));
   ASSERT_EQ(mp.code, 0) << mp.err;
   EXPECT_NE(mp.out.find("[rank 0] training t "), std::string::npos) << mp.out;
   EXPECT_NE(mp.out.find("rank 0 of 2 processes"), std::string::npos) << mp.out;
-  EXPECT_EQ(mp.out.find("[rank 1]"), std::string::npos) << "only rank 0 reports";
+  EXPECT_EQ(mp.out.find("[rank 1]"), std::string::npos)
+      << "only rank 0 reports";
   Result ip = strata(with({}, "ip"));
   ASSERT_EQ(ip.code, 0) << ip.err;
   std::vector<std::string> a = losses(dir_ + "/mp"), b = losses(dir_ + "/ip");
@@ -135,10 +149,49 @@ TEST_F(LaunchTest, TwoProcessesTrainLikeOneProcess) {
   EXPECT_NE(a[0], a[3]);
 
   // The device count must be tp*dp.
-  Result bad = strata(with({"launch", "--nproc", "3", "--master-port", "0", "--", "strata"}, "bad"));
+  Result bad = strata(with(
+      {"launch", "--nproc", "3", "--master-port", "0", "--", "strata"}, "bad"));
   EXPECT_NE(bad.code, 0);
-  EXPECT_NE(bad.err.find("WORLD_SIZE=3 processes for mesh<dp=1,tp=2> of 2 devices"),
-            std::string::npos) << bad.err;
+  EXPECT_NE(
+      bad.err.find("WORLD_SIZE=3 processes for mesh<dp=1,tp=2> of 2 devices"),
+      std::string::npos)
+      << bad.err;
+}
+
+TEST_F(LaunchTest, VerifyReportsEveryTensorAndFailsOnBadLayouts) {
+  std::ofstream s(dir_ + "/gpt.textproto");
+  s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
+)";
+  s.close();
+  Result ok = strata({"verify", dir_ + "/gpt.textproto", "--tp", "2", "--dp",
+                      "2", "--sp", "--distributed-optimizer", "--steps", "3"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("vs tp=2 dp=2 sp distributed-optimizer (4 CPU "
+                        "devices), 3 AdamW steps"),
+            std::string::npos)
+      << ok.out;
+  EXPECT_NE(ok.out.find("  grad.layers.0.mlp.fc1.w "), std::string::npos)
+      << ok.out;
+  EXPECT_NE(ok.out.find("  step 3 loss "), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("OK: 24 tensors match within 1e-05"), std::string::npos)
+      << ok.out;
+
+  Result bad = strata({"verify", dir_ + "/gpt.textproto", "--tp", "3"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(
+      bad.err.find("gpt.textproto: error: megatron-seeds: attention heads 4 "
+                   "(layers.0.attn) not divisible by tp 3"),
+      std::string::npos)
+      << bad.err;
+
+  // A tolerance below f32 rounding makes the first differing tensor fail.
+  Result strict = strata(
+      {"verify", dir_ + "/gpt.textproto", "--tp", "2", "--tolerance", "1e-12"});
+  EXPECT_EQ(strict.code, 1);
+  EXPECT_NE(strict.err.find("diverges: relative difference"), std::string::npos)
+      << strict.err;
+  EXPECT_NE(strict.out.find("DIVERGES"), std::string::npos) << strict.out;
 }
 
 } // namespace

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 namespace strata {
 namespace {
@@ -298,6 +299,32 @@ TEST(ParallelTrainer, StateMovesBetweenLayouts) {
       (*t)->scatterState([&](llvm::StringRef n) { return byName.lookup(n); });
   EXPECT_TRUE(
       contains(llvm::toString(std::move(e)), "tensor 'adam_v.wpe' is missing"));
+}
+
+// With activations, every value both microbatch programs name is compared,
+// partial sums (the row-parallel matmul before its all_reduce) and split
+// values (sequence-parallel norms) put back together first.
+TEST(Verify, ComparesEveryValueBothPlansCompute) {
+  VerifyOptions o;
+  o.parallel.tp = 2;
+  o.parallel.dp = 2;
+  o.parallel.sp = true;
+  o.steps = 1;
+  o.activations = true;
+  o.devices = quick();
+  auto report = verifyParallel(gpt(0.1), training(), o);
+  ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
+  std::set<std::string> names;
+  for (const TensorDiff &d : report->diffs) {
+    names.insert(d.name);
+    EXPECT_TRUE(d.ok) << d.name << ": relative difference " << d.relDiff;
+  }
+  for (const char *v :
+       {"embed.dropout", "layers.0.ln1.layer_norm", "layers.0.attn.attention",
+        "layers.0.mlp.fc2.matmul", "layers.1.mlp.residual.add",
+        "d.layers.0.attn.attention"})
+    EXPECT_TRUE(names.count(v)) << v;
+  EXPECT_GT(report->diffs.size(), 100u);
 }
 
 TEST(Verify, CompareTensorsUsesTheFloorAndCatchesNaN) {
