@@ -141,12 +141,17 @@ int runCompile() {
          << resolveModelSpec(*spec).familyName() << ", "
          << withCommas(plan->info().num_params()) << " params, "
          << plan->logical_graph().nodes_size() << " graph nodes)\n";
-  outs() << compiled->pipeline.balanceReport;
-  outs() << "peak memory per device:";
-  for (const RankMemory &m : compiled->memory.ranks)
-    outs() << " rank " << m.rank << " " << formatBytes(m.peak) << " (at "
-           << m.peakAt << ")" << (m.rank + 1 < options->pp ? "," : "");
-  outs() << "\n";
+  // A parallel or recomputing plan also says how it was cut and what each
+  // device will hold.
+  if (options->tp * options->dp * options->pp > 1 ||
+      options->recompute != RecomputeMode::None) {
+    outs() << compiled->pipeline.balanceReport;
+    outs() << "peak memory per device:";
+    for (const RankMemory &m : compiled->memory.ranks)
+      outs() << " rank " << m.rank << " " << formatBytes(m.peak) << " (at "
+             << m.peakAt << ")" << (m.rank + 1 < options->pp ? "," : "");
+    outs() << "\n";
+  }
   return kExitOk;
 }
 

@@ -205,8 +205,8 @@ int runInspect() {
           int(printMemory) + int(!scheduleSvg.empty()) >
       1) {
     WithColor::error(errs(), "strata inspect")
-        << "--ir, --json, --dot, --programs, --memory and --schedule are "
-           "exclusive (pick one)\n";
+        << "--ir, --json and --dot are exclusive with each other and with "
+           "--programs, --memory and --schedule (pick one)\n";
     return kExitUserError;
   }
   auto loaded = loadPlanOrSpec(inputPath);
