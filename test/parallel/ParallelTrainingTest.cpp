@@ -65,12 +65,12 @@ ModelConfig llama(double dropout = 0) {
   return c;
 }
 
-TrainOptions training(int64_t gradAccum = 1) {
+TrainOptions training(int64_t gradAccum = 1, double gradClip = 1.0) {
   TrainOptions t;
   t.gradAccum = gradAccum;
   t.schedule = LRSchedule{1e-2, 1e-3, 1, 5};
   t.optimizer.weight_decay = 0.1;
-  t.optimizer.grad_clip = 1.0;
+  t.optimizer.grad_clip = gradClip;
   t.seed = 7;
   return t;
 }
@@ -88,6 +88,7 @@ struct Case {
   bool sp, zero;
   double dropout;
   int64_t gradAccum;
+  double gradClip = 1.0;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -104,7 +105,7 @@ TEST_P(MatchesSerial, LossGradientsAndFiveSteps) {
   o.steps = 5;
   o.devices = quick();
   ModelConfig model = c.llama ? llama(c.dropout) : gpt(c.dropout);
-  auto report = verifyParallel(model, training(c.gradAccum), o);
+  auto report = verifyParallel(model, training(c.gradAccum, c.gradClip), o);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   size_t params = buildModelGraph(model).params().size();
   ASSERT_EQ(report->diffs.size(), 1 + params + 5);
@@ -122,6 +123,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt_tp4_sp", false, 4, 1, true, false, 0, 1},
         Case{"gpt_dp2", false, 1, 2, false, false, 0, 1},
         Case{"gpt_dp2_zero", false, 1, 2, false, true, 0, 1},
+        // Without clipping the update takes the gradient input directly.
+        Case{"gpt_tp2_dp2_zero_noclip", false, 2, 2, false, true, 0, 1, 0.0},
         Case{"gpt_tp2_dp2_sp", false, 2, 2, true, false, 0, 1},
         Case{"gpt_tp2_dp2_sp_zero_dropout", false, 2, 2, true, true, 0.1, 1},
         Case{"gpt_tp2_sp_dropout_accum2", false, 2, 1, true, false, 0.1, 2},
