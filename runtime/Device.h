@@ -37,6 +37,11 @@ public:
   /// Does this device have a kernel for `node`? (Glow's isOpSupported.)
   virtual bool supports(const Graph &g, const Node &node) const = 0;
 
+  /// Readies what this device builds per graph before the graph's first
+  /// launch (the CPU compiles the generated kernels of fused nodes), so
+  /// errors surface here. Interpreter::create calls it.
+  virtual llvm::Error prepare(const Graph &g) { return llvm::Error::success(); }
+
   /// Whether device buffers are plain host memory (CPU devices), so host
   /// code may read and write them directly after synchronize().
   virtual bool isHostMemory() const = 0;

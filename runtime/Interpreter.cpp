@@ -15,6 +15,7 @@ Interpreter::create(const Graph &g, Device &device) {
     if (!device.supports(g, n))
       return err("device " + device.name() + " has no kernel for '" +
                  opName(n.op) + "' (" + n.scope + ")");
+  if (auto e = device.prepare(g)) return e;
   std::unique_ptr<Interpreter> interp(new Interpreter(g, device));
   interp->planArena();
   return interp;

@@ -1,6 +1,8 @@
 //===- CpuDevice.cpp - A virtual CPU device with its own stream thread -----===//
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/cpu/FusedKernels.h"
+
 #include "llvm/Support/ErrorHandling.h"
 
 #include <cstdlib>
@@ -26,6 +28,8 @@ std::string CpuDevice::name() const { return "cpu:" + std::to_string(index_); }
 bool CpuDevice::supports(const Graph &g, const Node &node) const {
   return cpuKernelSupports(g, node);
 }
+
+llvm::Error CpuDevice::prepare(const Graph &g) { return prepareFusedKernels(g); }
 
 void *CpuDevice::allocate(int64_t bytes) {
   size_t n = (static_cast<size_t>(bytes) + 63) / 64 * 64;

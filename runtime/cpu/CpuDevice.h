@@ -25,6 +25,9 @@ public:
 
   std::string name() const override;
   bool supports(const Graph &g, const Node &node) const override;
+  /// Compiles or loads the generated kernels of g's fused nodes
+  /// (runtime/cpu/FusedKernels.h).
+  llvm::Error prepare(const Graph &g) override;
   bool isHostMemory() const override { return true; }
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;

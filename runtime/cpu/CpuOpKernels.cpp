@@ -8,6 +8,7 @@
 #include "runtime/cpu/CpuDevice.h"
 
 #include "runtime/comm/CollectiveKernels.h"
+#include "runtime/cpu/FusedKernels.h"
 #include "runtime/kernels/Kernels.h"
 
 #include <cmath>
@@ -430,6 +431,10 @@ llvm::Error collectiveK(const Args &a) {
   return runCollective(a.g, a.node, a.in[0], a.out[0], a.ctx.comms);
 }
 
+llvm::Error fusedK(const Args &a) {
+  return runFusedKernel(a.g, a.node, a.in, a.out, a.ctx);
+}
+
 // Ops that only move bytes.
 llvm::Error copyK(const Args &a) {
   std::memcpy(a.out[0], a.in[0], a.outType(0).bytes());
@@ -528,7 +533,7 @@ KernelFn kernelFor(OpKind op) {
   case OpKind::ShardSlice: return shardSliceK;
   case OpKind::PickLabel: return FLOAT(PickLabelK);
   case OpKind::OneHot: return oneHotK;
-  case OpKind::Fused: return nullptr;  // generated kernels: not yet
+  case OpKind::Fused: return fusedK;
   }
 #undef FLOAT
   return nullptr;
@@ -536,6 +541,7 @@ KernelFn kernelFor(OpKind op) {
 } // namespace
 
 bool cpuKernelSupports(const Graph &g, const Node &node) {
+  if (node.op == OpKind::Fused) return fusedKernelSupports(node);
   return kernelFor(node.op) != nullptr;
 }
 

@@ -1,0 +1,188 @@
+//===- KernelPlan.cpp - How a fused body maps onto one elementwise loop ---===//
+#include "codegen/KernelPlan.h"
+
+#include <cmath>
+
+namespace strata::codegen {
+
+namespace {
+
+llvm::Error err(const Graph &body, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "kernel " + body.name + ": " + msg);
+}
+
+bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+
+// Element strides of a value of `shape` read over `domain` (right-aligned,
+// numpy broadcasting): 0 along dims where the value has size 1. Operands of
+// members broadcast to the members' result shape, which is the domain.
+llvm::SmallVector<int64_t, 4> broadcastStrides(llvm::ArrayRef<int64_t> shape,
+                                               llvm::ArrayRef<int64_t> domain) {
+  llvm::SmallVector<int64_t, 4> strides(domain.size(), 0);
+  int64_t stride = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    size_t ds = shape.size() - 1 - k, dd = domain.size() - 1 - k;
+    strides[dd] = shape[ds] == 1 ? 0 : stride;
+    stride *= shape[ds];
+  }
+  return strides;
+}
+
+// Drops size-1 dims and merges dim d into d+1 where every load's stride
+// along d is its stride along d+1 times the size of d+1.
+void coalesce(KernelPlan &p) {
+  llvm::SmallVector<int64_t, 4> dims;
+  std::vector<llvm::SmallVector<int64_t, 4>> strides(p.loads.size());
+  for (size_t d = 0; d < p.domain.size(); ++d) {
+    if (p.domain[d] == 1)
+      continue;
+    bool merge = !dims.empty();
+    for (size_t l = 0; l < p.loads.size() && merge; ++l)
+      merge = strides[l].back() == p.loads[l].strides[d] * p.domain[d];
+    if (merge) {
+      dims.back() *= p.domain[d];
+      for (size_t l = 0; l < p.loads.size(); ++l)
+        strides[l].back() = p.loads[l].strides[d];
+      continue;
+    }
+    dims.push_back(p.domain[d]);
+    for (size_t l = 0; l < p.loads.size(); ++l)
+      strides[l].push_back(p.loads[l].strides[d]);
+  }
+  if (dims.empty()) { // a scalar or all-ones domain: one element
+    dims.push_back(1);
+    for (auto &s : strides)
+      s.push_back(0);
+  }
+  p.dims = dims;
+  for (size_t l = 0; l < p.loads.size(); ++l)
+    p.loads[l].strides = strides[l];
+}
+
+} // namespace
+
+bool hasRenderRule(OpKind op) {
+  switch (op) {
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Square:
+  case OpKind::Scale:
+  case OpKind::Cast:
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Maximum:
+  case OpKind::Minimum:
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+const char *cTypeName(DType t) {
+  switch (t) {
+  case DType::F32:
+    return "float";
+  case DType::F64:
+    return "double";
+  case DType::I32:
+    return "int32_t";
+  case DType::I64:
+    return "int64_t";
+  default:
+    return nullptr;
+  }
+}
+
+llvm::Expected<KernelPlan> planKernel(const Graph &body) {
+  KernelPlan p;
+  p.name = body.name;
+  p.body = &body;
+  auto nodes = body.nodes();
+  if (!nodes.empty() && nodes[0].op == OpKind::MatMul) {
+    p.anchor = 0;
+    if (!isFloatType(body.type(nodes[0].results[0]).dtype))
+      return err(body, "the matmul anchor must have a f32 or f64 result");
+    for (ValueId v : nodes[0].operands)
+      if (!body.value(v).isInput())
+        return err(body, "the matmul anchor must read body inputs only");
+  }
+  size_t first = p.anchor >= 0 ? 1 : 0;
+  if (nodes.size() <= first)
+    return err(body, "has no elementwise op");
+  p.domain = body.type(nodes[first].results[0]).shape;
+  if (p.anchor >= 0) {
+    ValueId a = nodes[0].results[0];
+    if (body.type(a).shape != p.domain)
+      return err(body, "the anchor result " + body.type(a).str() +
+                           " differs from the loop's shape");
+    p.loads.push_back({a, -1, broadcastStrides(p.domain, p.domain)});
+  }
+  llvm::SmallVector<int32_t, 8> inputIndex(body.numValues(), -1);
+  for (size_t i = 0; i < body.inputs().size(); ++i)
+    inputIndex[body.inputs()[i]] = int32_t(i);
+  for (size_t n = first; n < nodes.size(); ++n) {
+    const Node &node = nodes[n];
+    const Value &r = body.value(node.results[0]);
+    if (!hasRenderRule(node.op))
+      return err(body, "no rendering rule for " + opName(node.op) + " (%" +
+                           r.name + ")");
+    if (r.type.shape != p.domain)
+      return err(body, "%" + r.name + " is " + r.type.str() +
+                           ", not the loop's shape");
+    if (!isFloatType(r.type.dtype))
+      return err(body, "%" + r.name + " must be f32 or f64");
+    if (node.op == OpKind::Scale &&
+        !std::isfinite(node.attrs.getFloat("value", 1)))
+      return err(body, "%" + r.name + ": scale value must be finite");
+    p.usesRng |= node.op == OpKind::Dropout || node.op == OpKind::DropoutGrad;
+    for (ValueId v : node.operands) {
+      const Value &val = body.value(v);
+      if (!cTypeName(val.type.dtype))
+        return err(body,
+                   "%" + val.name + " has unsupported type " + val.type.str());
+      if (!val.isInput() || llvm::any_of(p.loads, [&](const KernelLoad &l) {
+            return l.value == v;
+          }))
+        continue;
+      p.loads.push_back(
+          {v, inputIndex[v], broadcastStrides(val.type.shape, p.domain)});
+    }
+  }
+  for (size_t k = 0; k < body.outputs().size(); ++k) {
+    ValueId v = body.outputs()[k];
+    if (body.value(v).isInput())
+      return err(body, "returns its input %" + body.value(v).name);
+    p.stores.push_back(v);
+    if (p.anchor >= 0 && p.anchorResult < 0 && v == nodes[0].results[0])
+      p.anchorResult = int32_t(k);
+  }
+  if (p.anchor >= 0 && p.anchorResult < 0) {
+    const TensorType &t = body.type(nodes[0].results[0]);
+    for (size_t k = 0; k < p.stores.size() && p.anchorResult < 0; ++k)
+      if (body.type(p.stores[k]) == t)
+        p.anchorResult = int32_t(k);
+    if (p.anchorResult < 0)
+      return err(body, "no result of the anchor's type " + t.str() +
+                           " to hold the anchor's result");
+  }
+  coalesce(p);
+  return p;
+}
+
+} // namespace strata::codegen

@@ -1,0 +1,67 @@
+//===- KernelPlan.h - How a fused body maps onto one elementwise loop -----===//
+//
+// A fused node's body (ir/Ops.def `fused`) is elementwise ops over one
+// iteration space, the domain, optionally after a matmul anchor (body node
+// 0) whose result they read. planKernel() checks that a body is of that form
+// and describes the loop both renderers (Renderer.h) and both runtimes share:
+//
+//  - loads: the values the loop reads from memory, in kernel-argument order:
+//    the anchor result first (if any), then the body inputs the elementwise
+//    ops read, each with its element strides over the coalesced domain (0
+//    along broadcast dims);
+//  - stores: the body outputs, in result order, all contiguous over the
+//    domain;
+//  - dims: the domain with adjacent dims merged where every load agrees
+//    ([12,64,512] + bias [512] -> [768,512], bias strides [0,1]).
+//
+// The anchor's result lives in the buffer of result `anchorResult` (the
+// anchor's own result if the body returns it, else the first result of its
+// type): the runtime runs the matmul into it, then the loop, which reads
+// each element before it writes the same element.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace strata::codegen {
+
+struct KernelLoad {
+  ValueId value;   ///< body value read
+  int32_t operand; ///< body input index, or -1 for the anchor result
+  llvm::SmallVector<int64_t, 4> strides; ///< per coalesced dim, elements
+};
+
+struct KernelPlan {
+  std::string name; ///< C symbol: the body's name (the `kernel` attribute)
+  const Graph *body = nullptr;
+  int32_t anchor = -1;       ///< body node index of the matmul, or -1
+  int32_t anchorResult = -1; ///< result whose buffer holds the anchor value
+  Shape domain;              ///< iteration space (the members' result shape)
+  llvm::SmallVector<int64_t, 4> dims; ///< coalesced domain, >= 1 dim
+  std::vector<KernelLoad> loads;
+  std::vector<ValueId> stores; ///< body outputs, in result order
+  bool usesRng = false;        ///< has dropout: needs (seed, step)
+
+  int64_t numElements() const { return strata::numElements(domain); }
+  /// Elements of the innermost coalesced dim (the CPU loop's row length).
+  int64_t inner() const { return dims.back(); }
+};
+
+/// Whether codegen has a rendering rule for `op` (elementwise members).
+bool hasRenderRule(OpKind op);
+
+/// The plan of `body`, or an error saying which node does not fit.
+llvm::Expected<KernelPlan> planKernel(const Graph &body);
+
+/// C type of an element type the renderers handle ("float", "int64_t");
+/// nullptr for the others (bf16, f16, i1).
+const char *cTypeName(DType t);
+
+} // namespace strata::codegen

@@ -1,0 +1,102 @@
+//===- Language.cpp - The C++ target: loops for the host compiler ---------===//
+//
+// A kernel runs the elements [begin, end) of its domain; the runtime splits
+// the elements over threads (kernels::parallelFor), so the split does not
+// depend on the shape. The elements are walked as rows of the innermost
+// coalesced dim (the first and last row partial); the inner loop is unit
+// stride and carries `#pragma omp simd` (honoured with -fopenmp-simd), so a
+// broadcast operand costs one row offset and a unit-stride or invariant load.
+//
+//===----------------------------------------------------------------------===//
+#include "codegen/Language.h"
+
+namespace strata::codegen {
+
+std::string valueCType(const KernelPlan &p, ValueId v) {
+  return cTypeName(p.body->type(v).dtype);
+}
+
+std::string stridedIndex(llvm::StringRef var, llvm::ArrayRef<int64_t> dims,
+                         llvm::ArrayRef<int64_t> strides) {
+  int64_t contiguous = 1;
+  bool isContiguous = true;
+  for (size_t d = dims.size(); d-- > 0;) {
+    isContiguous &= strides[d] == contiguous;
+    contiguous *= dims[d];
+  }
+  if (isContiguous)
+    return var.str();
+  std::string sum;
+  int64_t inner = contiguous; // product of dims[d+1..]
+  for (size_t d = 0; d < dims.size(); ++d) {
+    inner /= dims[d];
+    if (!strides[d])
+      continue;
+    std::string coord = var.str();
+    if (inner != 1)
+      coord = "(" + coord + " / " + std::to_string(inner) + ")";
+    if (d != 0)
+      coord = "(" + coord + " % " + std::to_string(dims[d]) + ")";
+    if (strides[d] != 1)
+      coord += " * " + std::to_string(strides[d]);
+    sum += (sum.empty() ? "" : " + ") + coord;
+  }
+  return sum.empty() ? "0" : sum;
+}
+
+void Language::prelude(llvm::raw_ostream &os) const {
+  os << "#include <cmath>\n#include <cstdint>\n\n#define STRATA_FN static "
+        "inline\n";
+}
+
+void Language::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
+  os << "extern \"C\" void " << p.name
+     << "(const void *const *in, void *const *out, int64_t begin,\n"
+     << "    int64_t end, uint64_t seed, uint64_t step) {\n";
+  for (size_t k = 0; k < p.loads.size(); ++k) {
+    std::string t = valueCType(p, p.loads[k].value);
+    os << "  const " << t << " *in" << k << " = static_cast<const " << t
+       << " *>(in[" << k << "]);\n";
+  }
+  for (size_t k = 0; k < p.stores.size(); ++k) {
+    std::string t = valueCType(p, p.stores[k]);
+    os << "  " << t << " *out" << k << " = static_cast<" << t << " *>(out[" << k
+       << "]);\n";
+  }
+}
+
+std::string Language::loopBegin(llvm::raw_ostream &os,
+                                const KernelPlan &p) const {
+  int64_t inner = p.inner();
+  os << "  for (int64_t r = begin / " << inner << "; r * " << inner
+     << " < end; ++r) {\n"
+     << "    const int64_t c_begin = r * " << inner << " < begin ? begin - r * "
+     << inner << " : 0;\n"
+     << "    const int64_t c_end = end - r * " << inner << " < " << inner
+     << " ? end - r * " << inner << " : " << inner << ";\n"
+     << "#pragma omp simd\n"
+     << "    for (int64_t c = c_begin; c < c_end; ++c) {\n"
+     << "      const int64_t i = r * " << inner << " + c;\n";
+  return "      ";
+}
+
+void Language::loopEnd(llvm::raw_ostream &os) const { os << "    }\n  }\n}\n"; }
+
+std::string Language::loadIndex(const KernelPlan &p,
+                                const KernelLoad &l) const {
+  if (stridedIndex("i", p.dims, l.strides) == "i")
+    return "i";
+  llvm::ArrayRef<int64_t> dims(p.dims), strides(l.strides);
+  std::string row = stridedIndex("r", dims.drop_back(), strides.drop_back());
+  int64_t s = strides.back();
+  std::string col = s == 0 ? "0" : s == 1 ? "c" : "c * " + std::to_string(s);
+  if (row == "0")
+    return col;
+  return col == "0" ? row : row + " + " + col;
+}
+
+std::string Language::math(llvm::StringRef fn, DType) const {
+  return "std::" + fn.str();
+}
+
+} // namespace strata::codegen

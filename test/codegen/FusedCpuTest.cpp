@@ -1,0 +1,287 @@
+//===- FusedCpuTest.cpp - Generated CPU kernels against the unfused graph -===//
+//
+// Differential tests of the fused CPU path (runtime/cpu/FusedKernels.h):
+//  - every fused kernel of the example models (forward + backward), run as a
+//    one-node graph on random inputs, against its body run node by node by
+//    the Interpreter with the built-in kernels;
+//  - one kernel holding every op with a rendering rule, in f32 and f64;
+//  - whole microbatch graphs: loss and every gradient with and without
+//    fusion.
+//
+// Tolerance. A fused kernel runs the reference kernels' f32 operations in
+// the same order with the same constants (codegen/Renderer.cpp); what may
+// differ is the host compiler contracting a*b+c into one FMA under -O3
+// -march=native (one rounding instead of two) and the math library's
+// variants of exp/tanh/erf (within 1 ulp). Per element that is a few ulp of
+// the largest intermediate: |a - b| <= 1e-5 * (|b| + 1) bounds it with
+// margin (f32 ulp is 6e-8 relative; gelu's tanh and sigmoid's exp amplify
+// by at most ~10 over their inputs' range here). Dropout masks are integer
+// comparisons and must match exactly, which the bound enforces: a flipped
+// mask bit changes an element by its whole value. Across a whole graph the
+// per-element differences pass through matmuls and norms; gradients are
+// compared normwise, max|a - b| <= 1e-5 * max|b| per tensor (no difference
+// at all is the common case: the CPU kernels are deterministic and the
+// fused ones do the same arithmetic).
+//
+//===----------------------------------------------------------------------===//
+#include "TestGraphs.h"
+
+#include "codegen/KernelPlan.h"
+#include "ir/IRText.h"
+#include "runtime/Interpreter.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "runtime/cpu/FusedKernels.h"
+#include "runtime/kernels/Parallel.h"
+#include "runtime/train/ParamInit.h"
+
+#include <cmath>
+
+namespace strata {
+namespace {
+
+constexpr double kElemTol = 1e-5;
+constexpr double kNormTol = 1e-5;
+// Absolute floor for gradients that are zero up to rounding (attn.k.b:
+// softmax is invariant to adding one vector to every key): their entries
+// are sums of rounding errors, ~1e-12 here, far below any real gradient.
+constexpr double kZeroTol = 1e-9;
+
+/// Worst element of |a - b| / (|b| + 1), with its index, for failure messages.
+struct Diff {
+  double worst = 0;
+  int64_t at = -1;
+};
+Diff elementDiff(const HostTensor &a, const HostTensor &b) {
+  Diff d;
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    double x = a.get(i), y = b.get(i);
+    double e = std::isnan(x) != std::isnan(y) ? INFINITY
+               : std::isnan(x)                ? 0
+                               : std::abs(x - y) / (std::abs(y) + 1);
+    if (e > d.worst || d.at < 0)
+      d = {e, i};
+  }
+  return d;
+}
+
+/// A graph of one node: the fused node `n` of `g` on inputs named like its
+/// operands.
+Graph singleNodeGraph(const Graph &g, const Node &n) {
+  Graph s;
+  s.name = n.attrs.getString("kernel");
+  llvm::SmallVector<ValueId, 8> ins;
+  for (ValueId v : n.operands)
+    ins.push_back(s.addInput(g.value(v).name, g.type(v)));
+  llvm::SmallVector<TensorType, 4> types;
+  llvm::SmallVector<std::string, 4> names;
+  for (ValueId r : n.results) {
+    types.push_back(g.type(r));
+    names.push_back(g.value(r).name);
+  }
+  int32_t k = s.addNode(OpKind::Fused, ins, types, n.attrs, n.scope, names);
+  s.node(k).body = n.body;
+  s.setOutputs(s.node(k).results);
+  return s;
+}
+
+std::vector<HostTensor> runGraph(const Graph &g,
+                                 llvm::ArrayRef<HostTensor> inputs,
+                                 const LaunchContext &ctx) {
+  CpuDevice cpu;
+  auto interp = Interpreter::create(g, cpu);
+  if (!interp) {
+    ADD_FAILURE() << toString(interp.takeError());
+    return {};
+  }
+  auto out = (*interp)->runHost(inputs, ctx);
+  if (!out) {
+    ADD_FAILURE() << toString(out.takeError());
+    return {};
+  }
+  return std::move(*out);
+}
+
+/// Runs every fused node of `fused` against its body; returns how many.
+int checkEveryKernel(const Graph &fused, std::mt19937 &rng) {
+  if (auto e = prepareFusedKernels(fused)) { // one library for all kernels
+    ADD_FAILURE() << toString(std::move(e));
+    return 0;
+  }
+  LaunchContext ctx;
+  ctx.seed = 1234;
+  ctx.step = 7;
+  int count = 0;
+  for (const Node &n : fused.nodes()) {
+    if (n.op != OpKind::Fused)
+      continue;
+    ++count;
+    std::vector<HostTensor> inputs;
+    for (ValueId v : n.operands)
+      inputs.push_back(test::randomTensor(fused.type(v), rng));
+    std::vector<HostTensor> got =
+        runGraph(singleNodeGraph(fused, n), inputs, ctx);
+    std::vector<HostTensor> want = runGraph(*n.body, inputs, ctx);
+    if (got.size() != n.results.size() || want.size() != got.size())
+      return count;
+    for (size_t r = 0; r < got.size(); ++r) {
+      Diff d = elementDiff(got[r], want[r]);
+      EXPECT_LE(d.worst, kElemTol)
+          << "kernel " << n.attrs.getString("kernel") << " (" << n.scope
+          << ") result %" << fused.value(n.results[r]).name << " element "
+          << d.at << ": fused " << got[r].get(d.at) << ", body "
+          << want[r].get(d.at);
+    }
+  }
+  return count;
+}
+
+struct ModelCase {
+  const char *name;
+  pb::ModelSpec (*spec)();
+};
+
+class FusedModel : public testing::TestWithParam<ModelCase> {};
+
+TEST_P(FusedModel, EveryKernelMatchesItsBody) {
+  Graph g = test::microbatchOf(GetParam().spec());
+  ASSERT_TRUE(fuseGraph(g));
+  std::mt19937 rng(42);
+  EXPECT_GT(checkEveryKernel(g, rng), 0);
+}
+
+TEST_P(FusedModel, LossAndGradsMatchUnfused) {
+  Graph plain = test::microbatchOf(GetParam().spec());
+  Graph fused = plain;
+  ASSERT_TRUE(fuseGraph(fused));
+  std::mt19937 rng(7);
+  std::vector<HostTensor> inputs;
+  for (ValueId v : plain.inputs()) {
+    const Value &val = plain.value(v);
+    if (val.isParam()) {
+      auto t = initParam(plain, v, /*seed=*/1337);
+      ASSERT_TRUE(bool(t)) << toString(t.takeError());
+      inputs.push_back(std::move(*t));
+    } else { // tokens, labels
+      inputs.push_back(test::randomTensor(val.type, rng, 0, 0,
+                                          val.attrs.getInt("vocab", 2)));
+    }
+  }
+  LaunchContext ctx;
+  ctx.seed = 1337;
+  ctx.step = 3;
+  std::vector<HostTensor> want = runGraph(plain, inputs, ctx);
+  std::vector<HostTensor> got = runGraph(fused, inputs, ctx);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    double maxDiff = 0, maxRef = 0;
+    for (int64_t i = 0; i < got[k].numElements(); ++i) {
+      maxDiff = std::max(maxDiff, std::abs(got[k].get(i) - want[k].get(i)));
+      maxRef = std::max(maxRef, std::abs(want[k].get(i)));
+    }
+    EXPECT_LE(maxDiff, kNormTol * maxRef + kZeroTol)
+        << "output %" << plain.value(plain.outputs()[k]).name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, FusedModel,
+    testing::Values(
+        ModelCase{"gpt_tiny", [] { return test::exampleSpec("gpt_tiny"); }},
+        ModelCase{"llama_tiny", [] { return test::exampleSpec("llama_tiny"); }},
+        ModelCase{"gpt_block_dropout",
+                  [] { return test::specFromText(test::kGptBlockSpec); }},
+        ModelCase{"llama_block_dropout",
+                  [] { return test::specFromText(test::kLlamaBlockSpec); }}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+// Every op with a rendering rule, in one kernel with broadcast operands of
+// several patterns ([4,6,8] with [8], [6,1], [4,1,1] and a scalar), in f32
+// and f64. Positive operands for log/sqrt/rsqrt come from exp.
+constexpr const char *kAllRulesIR = R"(
+graph @all_rules(%x: T[4,6,8], %y: T[8], %z: T[6,1], %w: T[4,1,1], %s: T[], %n: i32[4,6,8]) {
+  %out, %grads, %cast = fused(%x, %y, %z, %w, %s, %n) {kernel="all_rules"} : T[4,6,8], T[4,6,8], T[4,6,8] {
+    %e = exp(%x) : T[4,6,8]
+    %l = log(%e) : T[4,6,8]
+    %q = sqrt(%e) : T[4,6,8]
+    %r = rsqrt(%e) : T[4,6,8]
+    %a = add(%l, %y) : T[4,6,8]
+    %b = sub(%a, %z) : T[4,6,8]
+    %c = mul(%b, %w) : T[4,6,8]
+    %d = div(%c, %q) : T[4,6,8]
+    %mx = maximum(%d, %s) : T[4,6,8]
+    %mn = minimum(%mx, %r) : T[4,6,8]
+    %ng = neg(%mn) : T[4,6,8]
+    %th = tanh(%ng) : T[4,6,8]
+    %sg = sigmoid(%d) : T[4,6,8]
+    %re = relu(%d) : T[4,6,8]
+    %gt = gelu(%d) {approx="tanh"} : T[4,6,8]
+    %ge = gelu(%d) {approx="none"} : T[4,6,8]
+    %si = silu(%d) : T[4,6,8]
+    %sq = square(%th) : T[4,6,8]
+    %sc = scale(%sg) {value=-0.25} : T[4,6,8]
+    %s1 = add(%sq, %sc) : T[4,6,8]
+    %s2 = add(%s1, %re) : T[4,6,8]
+    %s3 = add(%s2, %gt) : T[4,6,8]
+    %s4 = add(%s3, %ge) : T[4,6,8]
+    %out = add(%s4, %si) : T[4,6,8]
+    %g1 = gelu_grad(%x, %d) {approx="tanh"} : T[4,6,8]
+    %g2 = gelu_grad(%g1, %d) {approx="none"} : T[4,6,8]
+    %g3 = silu_grad(%g2, %d) : T[4,6,8]
+    %g4 = relu_grad(%g3, %d) : T[4,6,8]
+    %g5 = dropout(%g4) {p=0.25, stream=5} : T[4,6,8]
+    %grads = dropout_grad(%g5) {p=0.5, stream=6} : T[4,6,8]
+    %cast = cast(%n) {dtype="T"} : T[4,6,8]
+    return %out, %grads, %cast
+  }
+  return %out, %grads, %cast
+}
+)";
+
+class AllRules : public testing::TestWithParam<const char *> {};
+
+TEST_P(AllRules, MatchTheReferenceKernels) {
+  std::string text = kAllRulesIR;
+  for (size_t at; (at = text.find("T[")) != std::string::npos;)
+    text.replace(at, 1, GetParam());
+  for (size_t at; (at = text.find("\"T\"")) != std::string::npos;)
+    text.replace(at, 3, "\"" + std::string(GetParam()) + "\"");
+  auto g = parseGraph(text, "all_rules");
+  ASSERT_TRUE(bool(g)) << toString(g.takeError());
+  const Node &fused = g->nodes().front();
+  for (int k = 0; k < kNumOps; ++k) {
+    if (!codegen::hasRenderRule(OpKind(k)))
+      continue;
+    EXPECT_TRUE(llvm::any_of(fused.body->nodes(),
+                             [&](const Node &n) { return int(n.op) == k; }))
+        << opName(OpKind(k)).str() << " has a rendering rule but no case here";
+  }
+  std::mt19937 rng(3);
+  EXPECT_EQ(checkEveryKernel(*g, rng), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, AllRules, testing::Values("f32", "f64"));
+
+// Threads take contiguous element ranges that start and end inside rows:
+// 3 threads over 5 rows of 30011 split at elements 50019 and 100038.
+TEST(FusedCpu, ThreadRangesSplitRows) {
+  auto g = parseGraph(R"(
+graph @rows(%x: f32[5,30011], %b: f32[30011], %s: f32[5,1]) {
+  %y = fused(%x, %b, %s) {kernel="rows"} : f32[5,30011] {
+    %a = add(%x, %b) : f32[5,30011]
+    %y = mul(%a, %s) : f32[5,30011]
+    return %y
+  }
+  return %y
+}
+)",
+                      "rows");
+  ASSERT_TRUE(bool(g)) << toString(g.takeError());
+  int threads = kernels::getNumThreads();
+  kernels::setNumThreads(3);
+  std::mt19937 rng(5);
+  EXPECT_EQ(checkEveryKernel(*g, rng), 1);
+  kernels::setNumThreads(threads);
+}
+
+} // namespace
+} // namespace strata

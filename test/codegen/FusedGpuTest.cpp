@@ -1,0 +1,272 @@
+//===- FusedGpuTest.cpp - Fused CUDA kernels on a GPU against the CPU -----===//
+//
+// CTest label `gpu`. The driver is loaded with dlopen (libcuda.so.1), so the
+// test builds and runs anywhere and skips with a message when there is no
+// driver or device. On a GPU: every fused kernel of the GPT and Llama blocks
+// (with dropout) and of gpt_tiny is compiled by NVRTC for the device's
+// architecture, loaded with the driver API and run on random inputs; its
+// outputs are compared with the generated CPU kernels of the same nodes.
+// Anchored kernels get the anchor's matmul result computed on the CPU and
+// uploaded into the result buffer that holds it (the in-place convention of
+// codegen/KernelPlan.h), which the kernel also reads as load 0.
+//
+// Tolerance: as FusedCpuTest, |gpu - cpu| <= 1e-5 * (|cpu| + 1): CUDA's
+// tanhf/expf/erff are within 2 ulp of glibc's, and nvcc contracts to FMA
+// like the host compiler; dropout masks are integer compares and match.
+//
+//===----------------------------------------------------------------------===//
+#include "TestGraphs.h"
+
+#include "codegen/NvrtcCompiler.h"
+#include "codegen/Renderer.h"
+#include "runtime/Interpreter.h"
+#include "runtime/cpu/CpuDevice.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <iostream>
+
+namespace strata {
+namespace {
+
+// The driver entry points the test uses, resolved from libcuda.so.1.
+struct Driver {
+  void *lib = nullptr;
+#define STRATA_CU(fn) decltype(&::fn) fn = nullptr;
+  STRATA_CU(cuInit)
+  STRATA_CU(cuDeviceGetCount)
+  STRATA_CU(cuDeviceGet)
+  STRATA_CU(cuDeviceGetAttribute)
+  STRATA_CU(cuDevicePrimaryCtxRetain)
+  STRATA_CU(cuCtxSetCurrent)
+  STRATA_CU(cuModuleLoadData)
+  STRATA_CU(cuModuleGetFunction)
+  STRATA_CU(cuModuleUnload)
+  STRATA_CU(cuMemAlloc)
+  STRATA_CU(cuMemFree)
+  STRATA_CU(cuMemcpyHtoD)
+  STRATA_CU(cuMemcpyDtoH)
+  STRATA_CU(cuLaunchKernel)
+  STRATA_CU(cuCtxSynchronize)
+  STRATA_CU(cuGetErrorString)
+#undef STRATA_CU
+
+  /// Loads the driver; an empty string on success, else why not.
+  std::string load() {
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return std::string("no CUDA driver (") + dlerror() + ")";
+    auto get = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(lib, symbol));
+      return fn != nullptr;
+    };
+    // cuda.h maps some names to their _v2 ABI; dlsym needs the real symbol.
+    bool ok =
+        get(cuInit, "cuInit") && get(cuDeviceGetCount, "cuDeviceGetCount") &&
+        get(cuDeviceGet, "cuDeviceGet") &&
+        get(cuDeviceGetAttribute, "cuDeviceGetAttribute") &&
+        get(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") &&
+        get(cuCtxSetCurrent, "cuCtxSetCurrent") &&
+        get(cuModuleLoadData, "cuModuleLoadData") &&
+        get(cuModuleGetFunction, "cuModuleGetFunction") &&
+        get(cuModuleUnload, "cuModuleUnload") &&
+        get(cuMemAlloc, "cuMemAlloc_v2") && get(cuMemFree, "cuMemFree_v2") &&
+        get(cuMemcpyHtoD, "cuMemcpyHtoD_v2") &&
+        get(cuMemcpyDtoH, "cuMemcpyDtoH_v2") &&
+        get(cuLaunchKernel, "cuLaunchKernel") &&
+        get(cuCtxSynchronize, "cuCtxSynchronize") &&
+        get(cuGetErrorString, "cuGetErrorString");
+    return ok ? "" : "the CUDA driver lacks an entry point the test needs";
+  }
+  std::string error(CUresult r) const {
+    const char *s = nullptr;
+    cuGetErrorString(r, &s);
+    return s ? s : "CUDA error " + std::to_string(int(r));
+  }
+};
+
+#define ASSERT_CU(call)                                                        \
+  do {                                                                         \
+    CUresult r_ = (call);                                                      \
+    ASSERT_EQ(r_, CUDA_SUCCESS) << #call << ": " << cu.error(r_);              \
+  } while (0)
+
+class FusedGpu : public testing::Test {
+protected:
+  void SetUp() override {
+    std::string why = cu.load();
+    if (!why.empty())
+      GTEST_SKIP() << "skipping GPU test: " << why;
+    int count = 0;
+    if (CUresult r = cu.cuInit(0); r != CUDA_SUCCESS)
+      GTEST_SKIP() << "skipping GPU test: cuInit failed (" << cu.error(r)
+                   << ")";
+    if (cu.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0)
+      GTEST_SKIP() << "skipping GPU test: no CUDA device";
+    CUdevice dev;
+    ASSERT_CU(cu.cuDeviceGet(&dev, 0));
+    int major = 0, minor = 0;
+    ASSERT_CU(cu.cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    ASSERT_CU(cu.cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    arch = major * 10 + minor;
+    ASSERT_CU(cu.cuDevicePrimaryCtxRetain(&ctx, dev));
+    ASSERT_CU(cu.cuCtxSetCurrent(ctx));
+  }
+
+  /// Runs every fused node of `g` on the GPU and on the CPU; returns how many.
+  void checkGraph(const Graph &g, int &count);
+
+  Driver cu;
+  CUcontext ctx = nullptr;
+  int arch = 0;
+};
+
+std::vector<HostTensor> runCpu(const Graph &g, llvm::ArrayRef<HostTensor> in,
+                               const LaunchContext &launch) {
+  CpuDevice cpu;
+  auto interp = Interpreter::create(g, cpu);
+  if (!interp) {
+    ADD_FAILURE() << toString(interp.takeError());
+    return {};
+  }
+  auto out = (*interp)->runHost(in, launch);
+  if (!out) {
+    ADD_FAILURE() << toString(out.takeError());
+    return {};
+  }
+  return std::move(*out);
+}
+
+// A graph of one node `n` of `g` (fused, or the anchor matmul of a body).
+Graph oneNode(const Graph &g, const Node &n) {
+  Graph s;
+  s.name = "one";
+  llvm::SmallVector<ValueId, 8> ins;
+  for (ValueId v : n.operands)
+    ins.push_back(s.addInput(g.value(v).name, g.type(v)));
+  llvm::SmallVector<TensorType, 4> types;
+  llvm::SmallVector<std::string, 4> names;
+  for (ValueId r : n.results) {
+    types.push_back(g.type(r));
+    names.push_back(g.value(r).name);
+  }
+  int32_t k = s.addNode(n.op, ins, types, n.attrs, n.scope, names);
+  s.node(k).body = n.body;
+  s.setOutputs(s.node(k).results);
+  return s;
+}
+
+void FusedGpu::checkGraph(const Graph &g, int &count) {
+  std::vector<codegen::KernelPlan> plans;
+  std::vector<const Node *> nodes;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Fused)
+      continue;
+    auto plan = codegen::planKernel(*n.body);
+    ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
+    plans.push_back(std::move(*plan));
+    nodes.push_back(&n);
+  }
+  codegen::KernelSource source =
+      codegen::renderKernels(plans, codegen::Target::Cuda);
+  auto cubin = codegen::compileCubin(source.text, arch);
+  ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+  CUmodule module;
+  ASSERT_CU(cu.cuModuleLoadData(&module, cubin->data()));
+  std::mt19937 rng(11);
+  LaunchContext launch;
+  launch.seed = 99;
+  launch.step = 5;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    const codegen::KernelPlan &p = plans[k];
+    const Node &n = *nodes[k];
+    std::vector<HostTensor> in;
+    for (ValueId v : n.operands)
+      in.push_back(test::randomTensor(g.type(v), rng));
+    std::vector<HostTensor> want = runCpu(oneNode(g, n), in, launch);
+    ASSERT_EQ(want.size(), p.stores.size());
+
+    // Device buffers: one per result (the anchor's in its result buffer),
+    // then the loads that are operands.
+    std::vector<CUdeviceptr> outs(p.stores.size()), loads(p.loads.size());
+    for (size_t r = 0; r < outs.size(); ++r)
+      ASSERT_CU(cu.cuMemAlloc(&outs[r], std::max<int64_t>(want[r].bytes(), 4)));
+    if (p.anchor >= 0) {
+      const Node &a = p.body->node(p.anchor);
+      std::vector<HostTensor> aIn;
+      for (ValueId v : a.operands)
+        aIn.push_back(
+            in[llvm::find(p.body->inputs(), v) - p.body->inputs().begin()]);
+      std::vector<HostTensor> anchorOut =
+          runCpu(oneNode(*p.body, a), aIn, launch);
+      ASSERT_EQ(anchorOut.size(), 1u);
+      ASSERT_CU(cu.cuMemcpyHtoD(outs[p.anchorResult], anchorOut[0].raw(),
+                                anchorOut[0].bytes()));
+    }
+    for (size_t l = 0; l < p.loads.size(); ++l) {
+      int32_t op = p.loads[l].operand;
+      if (op < 0) {
+        loads[l] = outs[p.anchorResult];
+        continue;
+      }
+      ASSERT_CU(cu.cuMemAlloc(&loads[l], std::max<int64_t>(in[op].bytes(), 4)));
+      ASSERT_CU(cu.cuMemcpyHtoD(loads[l], in[op].raw(), in[op].bytes()));
+    }
+    int64_t elems = p.numElements();
+    uint64_t seed = launch.seed, step = launch.step;
+    std::vector<void *> args;
+    for (CUdeviceptr &d : loads)
+      args.push_back(&d);
+    for (CUdeviceptr &d : outs)
+      args.push_back(&d);
+    args.push_back(&elems);
+    args.push_back(&seed);
+    args.push_back(&step);
+    CUfunction fn;
+    ASSERT_CU(cu.cuModuleGetFunction(&fn, module, source.symbols[k].c_str()));
+    unsigned blocks = unsigned(std::min<int64_t>((elems + 255) / 256, 4096));
+    ASSERT_CU(cu.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, nullptr,
+                                args.data(), nullptr));
+    ASSERT_CU(cu.cuCtxSynchronize());
+    for (size_t r = 0; r < outs.size(); ++r) {
+      HostTensor got(want[r].type());
+      ASSERT_CU(cu.cuMemcpyDtoH(got.raw(), outs[r], got.bytes()));
+      for (int64_t i = 0; i < got.numElements(); ++i) {
+        double x = got.get(i), y = want[r].get(i);
+        ASSERT_LE(std::abs(x - y), 1e-5 * (std::abs(y) + 1))
+            << "kernel " << p.name << " result " << r << " element " << i
+            << ": gpu " << x << ", cpu " << y;
+      }
+    }
+    for (size_t l = 0; l < loads.size(); ++l)
+      if (p.loads[l].operand >= 0)
+        cu.cuMemFree(loads[l]);
+    for (CUdeviceptr d : outs)
+      cu.cuMemFree(d);
+    ++count;
+  }
+  cu.cuModuleUnload(module);
+}
+
+TEST_F(FusedGpu, KernelsMatchTheCpu) {
+  int count = 0;
+  for (const pb::ModelSpec &spec : {test::specFromText(test::kGptBlockSpec),
+                                    test::specFromText(test::kLlamaBlockSpec),
+                                    test::exampleSpec("gpt_tiny")}) {
+    Graph g = test::microbatchOf(spec);
+    ASSERT_TRUE(fuseGraph(g));
+    checkGraph(g, count);
+    if (HasFatalFailure())
+      return;
+  }
+  std::cout << "compared " << count << " fused kernels on sm_" << arch << "\n";
+  EXPECT_GT(count, 0);
+}
+
+} // namespace
+} // namespace strata

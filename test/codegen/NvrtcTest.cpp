@@ -1,0 +1,62 @@
+//===- NvrtcTest.cpp - Every fused CUDA kernel of the examples compiles ---===//
+//
+// No GPU needed: NVRTC emits SASS for a named architecture. For each example
+// model (graphs carry shapes only, so gpt2_124m costs nothing to build), the
+// microbatch graph is fused and all its kernels compile as one program per
+// architecture, sm_80 and sm_90; the cubin must be non-empty and define
+// the symbol of every kernel (kernels with the same code, e.g. one per
+// layer, share one).
+//
+//===----------------------------------------------------------------------===//
+#include "TestGraphs.h"
+
+#include "codegen/NvrtcCompiler.h"
+#include "codegen/Renderer.h"
+
+namespace strata {
+namespace {
+
+class NvrtcModel : public testing::TestWithParam<const char *> {};
+
+TEST_P(NvrtcModel, EveryFusedKernelCompilesForSm80AndSm90) {
+  std::vector<int> archs = codegen::nvrtcSupportedArchs();
+  Graph g = test::microbatchOf(test::exampleSpec(GetParam()));
+  ASSERT_TRUE(fuseGraph(g));
+  std::vector<codegen::KernelPlan> plans;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Fused)
+      continue;
+    auto plan = codegen::planKernel(*n.body);
+    ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
+    plans.push_back(std::move(*plan));
+  }
+  ASSERT_FALSE(plans.empty());
+  codegen::KernelSource source =
+      codegen::renderKernels(plans, codegen::Target::Cuda);
+  for (int arch : {80, 90}) {
+    ASSERT_TRUE(llvm::is_contained(archs, arch))
+        << "NVRTC " << codegen::nvrtcVersion() << " cannot target sm_" << arch;
+    auto cubin = codegen::compileCubin(source.text, arch);
+    ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError());
+    EXPECT_GT(cubin->size(), 0u);
+    for (const std::string &symbol : source.symbols)
+      EXPECT_NE(cubin->find(symbol + '\0'), std::string::npos)
+          << "sm_" << arch << " cubin lacks kernel " << symbol;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, NvrtcModel,
+                         testing::Values("gpt_tiny", "llama_tiny",
+                                         "gpt2_124m"));
+
+TEST(Nvrtc, ErrorsCarryTheLog) {
+  auto cubin = codegen::compileCubin(
+      "extern \"C\" __global__ void k() { oops; }", 90, "bad.cu");
+  ASSERT_FALSE(bool(cubin));
+  std::string msg = toString(cubin.takeError());
+  EXPECT_NE(msg.find("compiling bad.cu for sm_90"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("oops"), std::string::npos) << msg;
+}
+
+} // namespace
+} // namespace strata
