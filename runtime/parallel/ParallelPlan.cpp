@@ -5,6 +5,7 @@
 #include "passes/autodiff/Autodiff.h"
 #include "passes/spmd/Partitioner.h"
 #include "passes/spmd/Spmd.h"
+#include "proto/strata.pb.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -142,6 +143,18 @@ llvm::Error gatherUpdatedParams(Graph &opt) {
   return llvm::Error::success();
 }
 } // namespace
+
+llvm::Expected<ParallelConfig> planLayout(const pb::ParallelConfig &plan) {
+  if (plan.pp() > 1)
+    return err("the plan is pipelined (pp=" + llvm::Twine(plan.pp()) +
+               "); the CPU runtime runs tp x dp layouts (compile without "
+               "--pp, or pass --tp/--dp to choose a layout here)");
+  ParallelConfig c;
+  c.tp = std::max<int64_t>(plan.tp(), 1);
+  c.dp = std::max<int64_t>(plan.dp(), 1);
+  c.sp = plan.sp();
+  return c;
+}
 
 llvm::Expected<ParallelPrograms>
 buildParallelPrograms(const Graph &forward, const Graph &evalForward,

@@ -32,6 +32,10 @@
 
 namespace strata {
 
+namespace pb {
+class ParallelConfig;
+} // namespace pb
+
 struct ParallelConfig {
   int64_t tp = 1;
   int64_t dp = 1;
@@ -45,6 +49,10 @@ struct ParallelPrograms {
   Graph optimizer;
   Graph eval;
 };
+
+/// The layout a compiled plan asks for (`strata compile --tp --dp --sp`).
+/// A pipelined plan (pp > 1) is an error: this runtime runs tp x dp.
+llvm::Expected<ParallelConfig> planLayout(const pb::ParallelConfig &plan);
 
 /// Builds and verifies the three programs (see the file comment).
 llvm::Expected<ParallelPrograms>

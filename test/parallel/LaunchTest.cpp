@@ -161,7 +161,7 @@ TEST_F(LaunchTest, TwoProcessesTrainLikeOneProcess) {
 TEST_F(LaunchTest, VerifyReportsEveryTensorAndFailsOnBadLayouts) {
   std::ofstream s(dir_ + "/gpt.textproto");
   s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
-hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
+hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
 )";
   s.close();
   Result ok = strata({"verify", dir_ + "/gpt.textproto", "--tp", "2", "--dp",
@@ -174,7 +174,7 @@ hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
   EXPECT_NE(ok.out.find("  grad.layers.0.mlp.fc1.w "), std::string::npos)
       << ok.out;
   EXPECT_NE(ok.out.find("  step 3 loss "), std::string::npos) << ok.out;
-  EXPECT_NE(ok.out.find("OK: 24 tensors match within 1e-05"), std::string::npos)
+  EXPECT_NE(ok.out.find("OK: 40 tensors match within 1e-05"), std::string::npos)
       << ok.out;
 
   Result bad = strata({"verify", dir_ + "/gpt.textproto", "--tp", "3"});
@@ -184,6 +184,26 @@ hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
                    "(layers.0.attn) not divisible by tp 3"),
       std::string::npos)
       << bad.err;
+
+  // A plan brings its layout; a pipelined one is refused.
+  std::string plan = dir_ + "/gpt.plan";
+  ASSERT_EQ(strata({"compile", dir_ + "/gpt.textproto", "--tp", "2", "--dp",
+                    "2", "-o", plan})
+                .code,
+            0);
+  Result fromPlan = strata({"verify", plan, "--steps", "1"});
+  EXPECT_EQ(fromPlan.code, 0) << fromPlan.err;
+  EXPECT_NE(fromPlan.out.find("vs tp=2 dp=2 (4 CPU devices)"),
+            std::string::npos)
+      << fromPlan.out;
+  ASSERT_EQ(
+      strata({"compile", dir_ + "/gpt.textproto", "--pp", "2", "-o", plan})
+          .code,
+      0);
+  Result piped = strata({"verify", plan});
+  EXPECT_EQ(piped.code, 1);
+  EXPECT_NE(piped.err.find("the plan is pipelined (pp=2)"), std::string::npos)
+      << piped.err;
 
   // A tolerance below f32 rounding makes the first differing tensor fail.
   Result strict = strata(

@@ -102,6 +102,13 @@ Expected<RunOptions> buildOptions() {
   if (evalIters <= 0) return usage("--eval-iters must be > 0");
   if (tp < 1 || dp < 1) return usage("--tp and --dp must be >= 1");
   o.parallel = {tp, dp, sp, distOpt};
+  if (!isSpecPath(input) && !tp.getNumOccurrences() && !dp.getNumOccurrences() &&
+      !sp.getNumOccurrences()) {  // the plan's layout unless flags choose one
+    auto layout = planLayout(loaded->plan.parallel());
+    if (!layout) return usage(toString(layout.takeError()));
+    o.parallel = *layout;
+    o.parallel.distributedOptimizer = distOpt;
+  }
   if (!tokenizer.empty()) {
     if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
     else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);

@@ -29,10 +29,12 @@ cl::OptionCategory &cat = strataCategory();
 cl::opt<std::string> input(cl::Positional, cl::Required,
                            cl::desc("<model spec .textproto | plan>"),
                            cl::sub(verifyCmd), cl::cat(cat));
-cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
-                    cl::sub(verifyCmd), cl::cat(cat));
-cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1),
-                    cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t>
+    tp("tp", cl::desc("Tensor-parallel degree (default: a plan's, else 1)"),
+       cl::init(1), cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t>
+    dp("dp", cl::desc("Data-parallel degree (default: a plan's, else 1)"),
+       cl::init(1), cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<bool> sp("sp",
                  cl::desc("Sequence parallelism (norm and dropout regions "
                           "split along the sequence over tp)"),
@@ -74,19 +76,29 @@ int runVerify() {
   if (dropout != -1)
     model.dropout = dropout;
   VerifyOptions o;
-  o.parallel.tp = tp;
-  o.parallel.dp = dp;
-  o.parallel.sp = sp;
-  o.parallel.distributedOptimizer = distOpt;
+  o.parallel = {tp, dp, sp, distOpt};
+  // A plan's layout unless flags choose one.
+  if (!isSpecPath(input) && !tp.getNumOccurrences() &&
+      !dp.getNumOccurrences() && !sp.getNumOccurrences()) {
+    auto layout = planLayout(loaded->plan.parallel());
+    if (!layout)
+      return reportError(createStringError(
+          inconvertibleErrorCode(),
+          input + ": error: " + toString(layout.takeError())));
+    o.parallel = *layout;
+    o.parallel.distributedOptimizer = distOpt;
+  }
+  const ParallelConfig &pc = o.parallel;
   o.steps = steps;
   o.tolerance = tolerance;
   o.activations = activations;
 
-  std::string layout = "tp=" + std::to_string(tp) +
-                       " dp=" + std::to_string(dp) + (sp ? " sp" : "") +
-                       (distOpt ? " distributed-optimizer" : "");
+  std::string layout =
+      "tp=" + std::to_string(pc.tp) + " dp=" + std::to_string(pc.dp) +
+      (pc.sp ? " sp" : "") +
+      (pc.distributedOptimizer ? " distributed-optimizer" : "");
   outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
-         << " (" << tp * dp << " CPU devices), " << steps
+         << " (" << pc.numDevices() << " CPU devices), " << steps
          << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
          << "\n";
   outs().flush();
