@@ -81,6 +81,14 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
     if (o.recompute == RecomputeMode::Full)
       for (int64_t l = 0, e = countLayers(a->micro); l < e; ++l)
         out.recomputedLayers.push_back(l);
+    if (o.memoryBudget >= 0)
+      for (const RankMemory &m : a->memory.ranks)
+        if (m.peak > o.memoryBudget)
+          return err("pipeline rank " + llvm::Twine(m.rank) + " needs " +
+                     llvm::Twine(m.peak) + " bytes per device (at " + m.peakAt +
+                     "), over --memory-budget " + llvm::Twine(o.memoryBudget) +
+                     " (use --recompute auto to recompute blocks until it "
+                     "fits, or add tp, sp or pp)");
     out.micro = std::move(a->micro);
     out.pipeline = std::move(a->pipeline);
     out.memory = std::move(a->memory);

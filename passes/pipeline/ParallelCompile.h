@@ -31,7 +31,9 @@ struct ParallelCompileOptions {
   int64_t microbatches = 1;
   std::vector<int64_t> layersPerStage;
   RecomputeMode recompute = RecomputeMode::None;
-  /// Auto recomputation: peak bytes allowed per device.
+  /// Peak bytes allowed per device (-1: no limit): auto recomputation
+  /// recomputes blocks until every rank fits; other modes fail if one does
+  /// not.
   int64_t memoryBudget = -1;
   SavedStateModel savedState = SavedStateModel::Strata;
   OptimizerConfig optimizer;

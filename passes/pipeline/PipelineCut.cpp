@@ -99,19 +99,23 @@ llvm::Expected<StageCut> cutStages(const UnitCosts &c,
   StageCut cut;
   std::string how;
   if (!given.empty()) {
+    std::string list;
     int64_t sum = 0;
-    for (int64_t n : given)
+    for (int64_t n : given) {
+      list += (list.empty() ? "" : ",") + std::to_string(n);
       sum += n;
-    if (int64_t(given.size()) != S || sum != L ||
-        llvm::any_of(given, [](int64_t n) { return n < 1; })) {
-      std::string list;
-      for (int64_t n : given)
-        list += (list.empty() ? "" : ",") + std::to_string(n);
-      return err("--layers-per-stage " + list + " must give " + llvm::Twine(S) +
-                 " positive counts (one per stage) summing to the " +
-                 llvm::Twine(L) + " blocks (got " + llvm::Twine(given.size()) +
-                 " counts summing to " + llvm::Twine(sum) + ")");
     }
+    if (int64_t(given.size()) != S)
+      return err("--layers-per-stage " + list + " gives " +
+                 llvm::Twine(given.size()) + " counts for " + llvm::Twine(S) +
+                 " stages (one per stage: pp x virtual stages)");
+    if (llvm::any_of(given, [](int64_t n) { return n < 1; }))
+      return err("--layers-per-stage " + list +
+                 ": every stage needs at least one block");
+    if (sum != L)
+      return err("--layers-per-stage " + list + " places " + llvm::Twine(sum) +
+                 " blocks, but the model has " + llvm::Twine(L) +
+                 " (every block goes to exactly one stage)");
     int64_t first = 0;
     for (int64_t n : given) {
       cut.firstLayer.push_back(first);

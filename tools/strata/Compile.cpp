@@ -56,7 +56,9 @@ cl::opt<std::string>
                   cl::init("none"), cl::sub(compileCmd), cl::cat(cat));
 cl::opt<std::string> memoryBudget(
     "memory-budget",
-    cl::desc("Peak bytes per device for --recompute auto (e.g. 40GB, 512MiB)"),
+    cl::desc("Peak bytes per device (e.g. 40GB, 512MiB): --recompute auto "
+             "recomputes blocks until it fits; otherwise a plan over it is "
+             "an error"),
     cl::sub(compileCmd), cl::cat(cat));
 cl::list<int64_t> layersPerStage(
     "layers-per-stage", cl::CommaSeparated,
@@ -146,6 +148,17 @@ int runCompile() {
   if (options->tp * options->dp * options->pp > 1 ||
       options->recompute != RecomputeMode::None) {
     outs() << compiled->pipeline.balanceReport;
+    if (options->recompute != RecomputeMode::None) {
+      outs() << "recompute " << recomputeModeName(options->recompute);
+      if (!compiled->recomputedLayers.empty()) {
+        outs() << (compiled->recomputedLayers.size() == 1 ? ": block"
+                                                          : ": blocks");
+        for (size_t i = 0; i < compiled->recomputedLayers.size(); ++i)
+          outs() << (i ? ", " : " ") << compiled->recomputedLayers[i];
+        outs() << " recomputed in full";
+      }
+      outs() << "\n";
+    }
     outs() << "peak memory per device:";
     for (const RankMemory &m : compiled->memory.ranks)
       outs() << " rank " << m.rank << " " << formatBytes(m.peak) << " (at "
