@@ -1,0 +1,209 @@
+//===- PipelineTest.cpp - Stage cuts, stage programs, plan verification ---===//
+#include "frontends/Models.h"
+#include "ir/IRText.h"
+#include "passes/autodiff/Autodiff.h"
+#include "passes/pipeline/CostModel.h"
+#include "passes/pipeline/ParallelCompile.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <gtest/gtest.h>
+
+using namespace strata;
+
+namespace {
+
+pb::ModelSpec spec(pb::ModelSpec::Family family, int64_t layers,
+                   int64_t vocab = 16) {
+  pb::ModelSpec s;
+  s.set_family(family);
+  s.set_vocab_size(vocab);
+  s.set_make_vocab_size_divisible_by(8);
+  s.set_hidden(8);
+  s.set_layers(layers);
+  s.set_heads(2);
+  s.set_seq_len(4);
+  s.set_micro_batch(2);
+  s.set_dropout(family == pb::ModelSpec::GPT ? 0.1 : 0.0);
+  return s;
+}
+
+Graph forward(const pb::ModelSpec &s) {
+  return buildModelGraph(resolveModelSpec(s));
+}
+
+CompiledPipeline compile(const pb::ModelSpec &s,
+                         const ParallelCompileOptions &o) {
+  auto c = compilePipeline(forward(s), o);
+  EXPECT_TRUE(bool(c)) << toString(c.takeError());
+  return std::move(*c);
+}
+
+ParallelCompileOptions pipelined(int64_t pp, int64_t m,
+                                 ScheduleSpec sched = {}) {
+  ParallelCompileOptions o;
+  o.pp = pp;
+  o.microbatches = m;
+  o.schedule = sched;
+  return o;
+}
+
+TEST(Pipeline, EveryNodeRunsInExactlyOneProgram) {
+  for (auto [pp, V] : {std::pair{1, 1}, {2, 1}, {4, 1}, {2, 2}}) {
+    ScheduleSpec sched =
+        V > 1 ? ScheduleSpec{ScheduleKind::Interleaved, V} : ScheduleSpec{};
+    CompiledPipeline c =
+        compile(spec(pb::ModelSpec::GPT, 4), pipelined(pp, 4, sched));
+    const Graph &micro = c.micro;
+    // Forward nodes in one F, backward nodes in one B (by result name);
+    // the tied wte's gradient sum is split into each holder's part.
+    llvm::StringMap<int> seen;
+    double flops = 0;
+    for (const PipelineStage &s : c.pipeline.stages) {
+      for (const Graph *g : {&s.forward, &s.backward})
+        for (const Node &n : g->nodes())
+          if (n.op != OpKind::Send && n.op != OpKind::Recv &&
+              !n.results.empty())
+            ++seen[g->value(n.results[0]).name];
+      flops += s.forwardFlops + s.backwardFlops;
+    }
+    double total = 0;
+    for (const Node &n : micro.nodes()) {
+      std::string name = micro.value(n.results[0]).name;
+      // Split over stages, wte's gradient sum moves to the optimizer.
+      if (name != "grad.wte" || (pp == 1 && V == 1))
+        total += nodeFlops(micro, n);
+      if (name == "grad.wte" || name.rfind("d.wte.", 0) == 0)
+        continue;
+      EXPECT_EQ(seen.lookup(name), 1) << name << " pp=" << pp << " V=" << V;
+    }
+    EXPECT_EQ(seen.lookup("grad.wte"), pp > 1 || V > 1 ? 2 : 1);
+    EXPECT_NEAR(flops, total, 1e-9 * total);
+  }
+}
+
+TEST(Pipeline, StagesAreContiguousAndCoverTheModel) {
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 5), pipelined(4, 8));
+  int64_t next = 0;
+  for (const PipelineStage &s : c.pipeline.stages) {
+    EXPECT_EQ(s.firstLayer, next);
+    EXPECT_GE(s.numLayers, 1);
+    next += s.numLayers;
+    EXPECT_EQ(s.embedding, s.index == 0);
+    EXPECT_EQ(s.head, s.index == 3);
+  }
+  EXPECT_EQ(next, 5);
+}
+
+TEST(Pipeline, ALargeHeadLeavesTheLastStageFewerBlocks) {
+  // A 50k vocabulary on width 8: the LM head and loss cost several blocks.
+  CompiledPipeline c =
+      compile(spec(pb::ModelSpec::GPT, 8, 50304), pipelined(2, 4));
+  EXPECT_LT(c.pipeline.stages[1].numLayers, c.pipeline.stages[0].numLayers);
+  EXPECT_NE(c.pipeline.balanceReport.find("uneven: 8 blocks would divide "
+                                          "evenly into 2 stages, but"),
+            std::string::npos)
+      << c.pipeline.balanceReport;
+}
+
+TEST(Pipeline, TiedEmbeddingIsSharedByTheFirstAndLastRank) {
+  CompiledPipeline gpt = compile(spec(pb::ModelSpec::GPT, 4), pipelined(4, 4));
+  ASSERT_EQ(gpt.pipeline.tied.size(), 1u);
+  EXPECT_EQ(gpt.pipeline.tied[0].name, "wte");
+  EXPECT_EQ(gpt.pipeline.tied[0].ranks, (std::vector<int64_t>{0, 3}));
+  // Only the owner keeps AdamW moments for it.
+  EXPECT_NE(gpt.pipeline.optimizers[0].lookup("adam_m.wte"), kNoValue);
+  EXPECT_EQ(gpt.pipeline.optimizers[3].lookup("adam_m.wte"), kNoValue);
+  EXPECT_NE(gpt.pipeline.optimizers[3].lookup("new.wte"), kNoValue);
+  CompiledPipeline llama =
+      compile(spec(pb::ModelSpec::LLAMA, 4), pipelined(2, 2));
+  EXPECT_TRUE(llama.pipeline.tied.empty());
+}
+
+TEST(Pipeline, StashIsWhatBackwardReadsFromForward) {
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 4), pipelined(2, 2));
+  for (const PipelineStage &s : c.pipeline.stages) {
+    llvm::StringSet<> stash;
+    for (const std::string &n : s.stash)
+      stash.insert(n);
+    // Every B input that F computes or receives is in the stash.
+    for (ValueId v : s.backward.inputs()) {
+      const Value &in = s.backward.value(v);
+      if (in.isParam() || in.name == "tokens" || in.name == "labels")
+        continue;
+      EXPECT_TRUE(stash.contains(in.name)) << in.name;
+    }
+  }
+  // Stage 1 keeps the block input it received: block 2's first norm's
+  // gradient reads it.
+  const std::vector<std::string> &stash1 = c.pipeline.stages[1].stash;
+  EXPECT_NE(llvm::find(stash1, "layers.1.mlp.residual.add"), stash1.end());
+  for (const std::string &name : c.pipeline.stages[0].stash)
+    EXPECT_EQ(name.find("layers.2."), std::string::npos) << name;
+}
+
+TEST(Pipeline, VerifierCatchesUnmatchedMessages) {
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 4), pipelined(2, 2));
+  EXPECT_FALSE(bool(verifyPipelinePlan(c.pipeline)));
+  PipelinePlan broken = c.pipeline;
+  for (size_t i = 0; i < broken.stages[1].forward.nodes().size(); ++i) {
+    Node &n = broken.stages[1].forward.node(i);
+    if (n.op == OpKind::Recv)
+      n.attrs.set("peer", int64_t(1));
+  }
+  EXPECT_EQ(toString(verifyPipelinePlan(broken)),
+            "pipeline plan: stage 0 F sends tag 0 to rank 1 but stage 1 F "
+            "(rank 1) receives it from rank 1");
+  broken = c.pipeline;
+  for (size_t i = 0; i < broken.stages[0].forward.nodes().size(); ++i) {
+    Node &n = broken.stages[0].forward.node(i);
+    if (n.op == OpKind::Send)
+      n.attrs.set("tag", int64_t(99));
+  }
+  EXPECT_EQ(toString(verifyPipelinePlan(broken)),
+            "pipeline plan: stage 0 F: send with tag 99 has no matching recv");
+}
+
+TEST(Pipeline, CutErrorsNameTheProblem) {
+  Graph g = forward(spec(pb::ModelSpec::GPT, 2));
+  PipelineOptions o;
+  o.pp = 2;
+  EXPECT_EQ(toString(buildPipeline(g, o).takeError()),
+            "pipeline: the graph has no backward nodes (the pipeline cuts the "
+            "microbatch graph: run autodiff first)");
+  auto odd = parseGraph(R"(
+graph @odd(%x: f32[4], %w: f32[4] {param}) {
+  %y = mul(%x, %w) : f32[4]  # layers.0.mlp
+  %z = tanh(%y) : f32[4]  # adapter
+  %l = reduce_sum(%z) {axes=[0]} : f32[]  # loss
+  return %l
+}
+)");
+  ASSERT_TRUE(bool(odd));
+  ASSERT_FALSE(bool(differentiate(*odd)));
+  o.pp = 1;
+  EXPECT_EQ(toString(buildPipeline(*odd, o).takeError()),
+            "pipeline: %z = tanh (adapter): the pipeline places nodes by "
+            "scope, and this one is none of embed, layers.<i>, ln_f, lm_head, "
+            "loss (their sub-scopes included)");
+}
+
+TEST(ParallelCompile, AutoRecomputesUntilEveryRankFits) {
+  ParallelCompileOptions o = pipelined(2, 8);
+  CompiledPipeline base = compile(spec(pb::ModelSpec::GPT, 4), o);
+  int64_t most = 0;
+  for (const RankMemory &m : base.memory.ranks)
+    most = std::max(most, m.peak);
+  o.recompute = RecomputeMode::Auto;
+  o.memoryBudget = most - 1024;
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 4), o);
+  EXPECT_FALSE(c.recomputedLayers.empty());
+  for (const RankMemory &m : c.memory.ranks)
+    EXPECT_LE(m.peak, o.memoryBudget);
+  // The cut is kept while choosing blocks.
+  for (size_t s = 0; s < c.pipeline.stages.size(); ++s)
+    EXPECT_EQ(c.pipeline.stages[s].numLayers,
+              base.pipeline.stages[s].numLayers);
+}
+
+} // namespace
