@@ -33,6 +33,8 @@ struct CloneBlock {
   /// cloned, but their state (a dropout mask) is not kept either; they are
   /// marked too.
   std::vector<int32_t> alsoMarked;
+  /// If set, the clones' `reason` (for collectives: why they run again).
+  std::string reason;
 };
 
 /// `hint`, or `hint.<k>`, unused in both graphs.
@@ -93,6 +95,8 @@ Graph applyClones(const Graph &g, llvm::ArrayRef<CloneBlock> blocks) {
         Attrs attrs = fn.attrs;
         attrs.set(kBackwardAttr, true);
         attrs.set(kRecomputeAttr, true);
+        if (!blocks[b].reason.empty())
+          attrs.set("reason", blocks[b].reason);
         int32_t k = c.copyNode(fn, operands, names, attrs);
         for (size_t j = 0; j < fn.results.size(); ++j)
           clones[b][fn.results[j]] = out.node(k).results[j];
@@ -177,6 +181,8 @@ std::vector<CloneBlock> regatherBlocks(const Graph &g) {
       continue;
     CloneBlock b;
     b.nodes.push_back(int32_t(i));
+    b.reason = "recompute: gathered again for the backward, which keeps the "
+               "sequence-split value instead of the gathered one";
     for (int32_t u : users[n.results[0]])
       if (isBackward(g.node(u)))
         b.readers.insert(u);
