@@ -4,7 +4,8 @@
 // fixed-width integer types itself. A kernel is one thread per element over
 // a grid-stride loop on the flat index, with typed pointer parameters (what
 // cuLaunchKernel passes); broadcast operands index by div/mod of the flat
-// index. Math functions take their C names with the f suffix for float.
+// index. Math functions take their C names with the f suffix for float, the
+// CPU kernels' kexp/ktanh becoming CUDA's exp/tanh.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Language.h"
@@ -42,7 +43,9 @@ std::string CudaLanguage::loadIndex(const KernelPlan &p,
 }
 
 std::string CudaLanguage::math(llvm::StringRef fn, DType t) const {
-  return t == DType::F32 ? fn.str() + "f" : fn.str();
+  std::string name = fn.str();
+  if (fn == "kexp" || fn == "ktanh") name = fn.drop_front().str();  // CUDA's own
+  return t == DType::F32 ? name + "f" : name;
 }
 
 } // namespace strata::codegen

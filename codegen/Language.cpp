@@ -10,6 +10,13 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Language.h"
 
+namespace {
+// runtime/kernels/FastMath.h as text (codegen/CMakeLists.txt embeds it).
+constexpr const char *kFastMathText =
+#include "codegen/FastMathText.inc"
+    ;
+} // namespace
+
 namespace strata::codegen {
 
 std::string valueCType(const KernelPlan &p, ValueId v) {
@@ -45,8 +52,9 @@ std::string stridedIndex(llvm::StringRef var, llvm::ArrayRef<int64_t> dims,
 }
 
 void Language::prelude(llvm::raw_ostream &os) const {
-  os << "#include <cmath>\n#include <cstdint>\n\n#define STRATA_FN static "
-        "inline\n";
+  os << "#include <cmath>\n#include <cstdint>\n\n"
+     << "// runtime/kernels/FastMath.h, the CPU kernels' exp and tanh:\n"
+     << kFastMathText << "\n#define STRATA_FN static inline\n";
 }
 
 void Language::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
@@ -96,6 +104,7 @@ std::string Language::loadIndex(const KernelPlan &p,
 }
 
 std::string Language::math(llvm::StringRef fn, DType) const {
+  if (fn == "kexp" || fn == "ktanh") return "strata::kernels::" + fn.str();
   return "std::" + fn.str();
 }
 

@@ -32,7 +32,8 @@ public:
   virtual void loopEnd(llvm::raw_ostream &os) const;
   /// The element index of load `l` at the current element.
   virtual std::string loadIndex(const KernelPlan &p, const KernelLoad &l) const;
-  /// A math function for element type `t`: exp, log, sqrt, tanh, erf, fabs.
+  /// A math function for element type `t`: exp, log, sqrt, erf (libm's) or
+  /// kexp, ktanh (runtime/kernels/FastMath.h's).
   virtual std::string math(llvm::StringRef fn, DType t) const;
 };
 

@@ -1,10 +1,12 @@
 //===- Renderer.cpp - Shared kernel text and the per-op rendering rules ---===//
 //
 // The rules compute what runtime/kernels computes (Elementwise.cpp, Philox.cpp)
-// with the same operations in the same order and the same constants rounded
-// to the element type, so a fused kernel differs from the unfused graph only
-// by the host compiler's contraction of a*b+c into FMAs and by the math
-// library's vectorized variants where it uses them.
+// with the same operations in the same order, the same constants rounded to
+// the element type and the same functions: libm's (exp, log, sqrt, erf) and
+// the kernels' own exp and tanh (`kexp`, `ktanh`: runtime/kernels/FastMath.h,
+// whose text the C++ target embeds; CUDA uses its own expf/tanhf). A fused
+// CPU kernel differs from the unfused graph only where the host compiler
+// contracts a*b+c into one FMA differently in the two builds.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Renderer.h"
@@ -137,7 +139,8 @@ std::string KernelWriter::temp(const std::string &expr) {
 }
 
 std::string KernelWriter::sigmoid(const std::string &x) {
-  std::string e = temp(call("exp", "-" + call("fabs", x)));
+  std::string e = temp(call("kexp", "(" + x + " >= " + lit(0) + " ? -" + x +
+                                        " : " + x + ")"));
   return "(" + x + " >= " + lit(0) + " ? " + lit(1) + " / (" + lit(1) + " + " +
          e + ") : " + e + " / (" + lit(1) + " + " + e + "))";
 }
@@ -170,7 +173,7 @@ std::string KernelWriter::rule(const Node &n) {
   case OpKind::Rsqrt:
     return lit(1) + " / " + call("sqrt", x);
   case OpKind::Tanh:
-    return call("tanh", x);
+    return call("ktanh", x);
   case OpKind::Sigmoid:
     return sigmoid(x);
   case OpKind::Relu:
@@ -180,7 +183,7 @@ std::string KernelWriter::rule(const Node &n) {
       return lit(0.5) + " * " + x + " * (" + lit(1) + " + " +
              call("erf", x + " * " + lit(kInvSqrt2)) + ")";
     return lit(0.5) + " * " + x + " * (" + lit(1) + " + " +
-           call("tanh",
+           call("ktanh",
                 temp(lit(kSqrt2OverPi) + " * (" + x + " + " + lit(kGeluCoeff) +
                      " * " + x + " * " + x + " * " + x + ")")) +
            ")";
@@ -201,7 +204,7 @@ std::string KernelWriter::rule(const Node &n) {
              lit(kInvSqrt2Pi) + " * " +
              call("exp", lit(-0.5) + " * " + v + " * " + v) + ")";
     std::string c = lit(kSqrt2OverPi), k = lit(kGeluCoeff);
-    std::string t = temp(call("tanh", c + " * (" + v + " + " + k + " * " + v +
+    std::string t = temp(call("ktanh", c + " * (" + v + " + " + k + " * " + v +
                                           " * " + v + " * " + v + ")"));
     return x + " * (" + lit(0.5) + " * (" + lit(1) + " + " + t + ") + " +
            lit(0.5) + " * " + v + " * (" + lit(1) + " - " + t + " * " + t +

@@ -55,10 +55,11 @@ constexpr int64_t kElemGrain = 32768;
 
 constexpr llvm::StringLiteral kFlags[] = {"-x",
                                           "c++",
-                                          "-std=c++17",
+                                          "-std=c++20",
                                           "-O3",
                                           "-march=native",
                                           "-fno-math-errno",
+                                          "-fno-trapping-math",
                                           "-fopenmp-simd",
                                           "-fPIC",
                                           "-shared"};

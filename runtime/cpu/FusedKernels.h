@@ -3,8 +3,10 @@
 // The CPU kernel of a `fused` node (ir/Ops.def) is C++ generated from its
 // body (codegen/Renderer.h). All not-yet-loaded kernels of a graph compile
 // into ONE shared library with the host compiler
-//   $STRATA_CXX (default c++) -std=c++17 -O3 -march=native -fno-math-errno
-//                             -fopenmp-simd -fPIC -shared
+//   $STRATA_CXX (default c++) -std=c++20 -O3 -march=native -fno-math-errno
+//                             -fno-trapping-math -fopenmp-simd -fPIC -shared
+// (the last three let the loops vectorize: no errno or FP-trap side effects
+// to preserve, and `omp simd` honoured; results are unchanged)
 // cached by content hash (source, compiler, flags, CPU model) under
 // $XDG_CACHE_HOME/strata or ~/.cache/strata, so a graph compiles once per
 // machine; the library is dlopen'ed and each kernel found by its symbol.
