@@ -226,6 +226,7 @@ DeviceGroup::allGather(llvm::ArrayRef<HostTensor> perLocal) {
       all[globalRank(l)] = perLocal[l];
     return all;
   }
+  // Ranks in other processes: this process holds one rank (multiProcess).
   const TensorType &t = perLocal[0].type();
   HostTensor gathered(
       TensorType{t.dtype, {mesh_.numDevices(), t.numElements()}});
