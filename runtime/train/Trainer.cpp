@@ -2,6 +2,7 @@
 #include "runtime/train/Trainer.h"
 
 #include "passes/autodiff/Autodiff.h"
+#include "passes/fusion/Fusion.h"
 #include "runtime/train/ParamInit.h"
 
 #include <cstring>
@@ -25,6 +26,8 @@ Trainer::create(Graph forward, Graph evalForward, const TrainOptions &options,
   t->opt_ = buildOptimizerGraph(t->micro_, options.optimizer);
   t->fwd_ = std::move(forward);
   t->eval_ = std::move(evalForward);
+  if (options.fusion)
+    for (Graph *g : {&t->micro_, &t->opt_, &t->eval_}) fuseGraph(*g);
   if (auto e = t->bind()) return e;
   return t;
 }

@@ -33,6 +33,9 @@ struct TrainOptions {
   LRSchedule schedule;
   OptimizerConfig optimizer;
   uint64_t seed = 1337;  // init, dropout
+  /// Fuse elementwise chains of the three programs (passes/fusion); the CPU
+  /// compiles their kernels once, at create (runtime/cpu/FusedKernels.h).
+  bool fusion = false;
 };
 
 struct StepStats {

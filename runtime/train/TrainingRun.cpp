@@ -154,8 +154,10 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   Graph forward = buildModelGraph(cfg);
   ModelConfig evalCfg = cfg;
   evalCfg.dropout = 0;
+  TrainOptions trainOpts = trainOptions(tr);
+  trainOpts.fusion = opts.fusion;
   auto session = createTrainingSession(forward, buildModelGraph(evalCfg),
-                                       trainOptions(tr), opts.parallel);
+                                       trainOpts, opts.parallel);
   if (!session) return session.takeError();
   TrainingSession &t = **session;
   if (auto e = t.initParams()) return e;

@@ -38,6 +38,7 @@ struct RunOptions {
   bool progressBar = true;   // \r-updated line (else one line per log step)
   int64_t logEvery = 10;     // steps between progress lines without a bar
   ParallelConfig parallel;   // tp x dp CPU devices (1 x 1: serial)
+  bool fusion = false;       // fused kernels (TrainOptions::fusion)
 };
 
 /// The optimizer, schedule and seed of a spec's training section.

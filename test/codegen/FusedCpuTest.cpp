@@ -5,8 +5,8 @@
 //    one-node graph on random inputs, against its body run node by node by
 //    the Interpreter with the built-in kernels;
 //  - one kernel holding every op with a rendering rule, in f32 and f64;
-//  - whole microbatch graphs: loss and every gradient with and without
-//    fusion.
+//  - whole microbatch graphs, and the trainer's fusion flag: loss and every
+//    gradient with and without fusion.
 //
 // Tolerance. A fused kernel runs the reference kernels' f32 operations in
 // the same order with the same constants (codegen/Renderer.cpp); what may
@@ -33,6 +33,7 @@
 #include "runtime/cpu/FusedKernels.h"
 #include "runtime/kernels/Parallel.h"
 #include "runtime/train/ParamInit.h"
+#include "runtime/train/Trainer.h"
 
 #include <cmath>
 
@@ -193,6 +194,45 @@ INSTANTIATE_TEST_SUITE_P(
         ModelCase{"llama_block_dropout",
                   [] { return test::specFromText(test::kLlamaBlockSpec); }}),
     [](const auto &info) { return std::string(info.param.name); });
+
+// The trainer's flag: fused programs, the same loss and gradients.
+TEST(FusedTrainer, FusionFlagKeepsLossAndGrads) {
+  ModelConfig cfg = resolveModelSpec(test::specFromText(test::kGptBlockSpec));
+  ModelConfig evalCfg = cfg;
+  evalCfg.dropout = 0;
+  std::vector<std::vector<std::pair<std::string, HostTensor>>> runs;
+  for (bool fusion : {false, true}) {
+    CpuDevice cpu;
+    TrainOptions opts;
+    opts.fusion = fusion;
+    auto t = Trainer::create(buildModelGraph(cfg), buildModelGraph(evalCfg),
+                             opts, cpu);
+    ASSERT_TRUE(bool(t)) << toString(t.takeError());
+    EXPECT_EQ(llvm::any_of((*t)->microbatchGraph().nodes(),
+                           [](const Node &n) { return n.op == OpKind::Fused; }),
+              fusion);
+    ASSERT_FALSE(bool((*t)->initParams()));
+    std::vector<int32_t> tokens(cfg.microBatch * cfg.seq),
+        labels(tokens.size());
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      tokens[i] = int32_t(i * 7 % cfg.vocab);
+      labels[i] = int32_t((i * 7 + 3) % cfg.vocab);
+    }
+    auto out = (*t)->lossAndGrads(tokens.data(), labels.data());
+    ASSERT_TRUE(bool(out)) << toString(out.takeError());
+    runs.push_back(std::move(*out));
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  for (size_t k = 0; k < runs[0].size(); ++k) {
+    const HostTensor &want = runs[0][k].second, &got = runs[1][k].second;
+    double maxDiff = 0, maxRef = 0;
+    for (int64_t i = 0; i < got.numElements(); ++i) {
+      maxDiff = std::max(maxDiff, std::abs(got.get(i) - want.get(i)));
+      maxRef = std::max(maxRef, std::abs(want.get(i)));
+    }
+    EXPECT_LE(maxDiff, kNormTol * maxRef + kZeroTol) << runs[0][k].first;
+  }
+}
 
 // Every op with a rendering rule, in one kernel with broadcast operands of
 // several patterns ([4,6,8] with [8], [6,1], [4,1,1] and a scalar), in f32

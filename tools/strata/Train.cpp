@@ -54,6 +54,7 @@ cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree (CPU devices: tp*dp)"
 cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> distOpt("distributed-optimizer", cl::desc("Shard the AdamW state over dp (ZeRO-1)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> noFusion("no-fusion", cl::desc("Run every op with the built-in kernels (no fused, generated kernels)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stderr is not a terminal"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
 
 Error usage(const Twine &msg) {
@@ -109,6 +110,7 @@ Expected<RunOptions> buildOptions() {
     o.parallel = *layout;
     o.parallel.distributedOptimizer = distOpt;
   }
+  o.fusion = !noFusion;
   if (!tokenizer.empty()) {
     if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
     else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);
