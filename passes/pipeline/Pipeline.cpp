@@ -55,7 +55,7 @@ private:
   llvm::Expected<Graph> forwardProgram(int64_t s);
   llvm::Expected<Graph> backwardProgram(int64_t s);
   void addRecv(Graph &dst, GraphCopier &c, ValueId v, int64_t peer,
-               int64_t tag);
+               int64_t tag, const llvm::Twine &reason);
 
   const Graph &g_;
   const PipelineOptions &o_;
@@ -210,10 +210,12 @@ llvm::Error Cutter::collectBoundaries() {
 }
 
 void Cutter::addRecv(Graph &dst, GraphCopier &c, ValueId v, int64_t peer,
-                     int64_t tag) {
+                     int64_t tag, const llvm::Twine &reason) {
   const Value &val = g_.value(v);
   int32_t n =
-      dst.addNode(OpKind::Recv, {}, {val.type}, recvAttrs(peer, tag, val.type),
+      dst.addNode(OpKind::Recv, {}, {val.type},
+                  recvAttrs(peer, tag, val.type, g_.node(val.defNode).scope,
+                            reason),
                   g_.node(val.defNode).scope, {val.name});
   ValueId r = dst.node(n).results[0];
   dst.value(r).sharding = val.sharding;
@@ -229,14 +231,19 @@ llvm::Expected<Graph> Cutter::forwardProgram(int64_t s) {
     if (inputF_[s][v])
       c.addInput(v);
   for (ValueId v : recvF_[s])
-    addRecv(f, c, v, rankOf(s - 1), tagF_[{s - 1, v}]);
+    addRecv(f, c, v, rankOf(s - 1), tagF_[{s - 1, v}],
+            "pipeline: forward input from stage " + llvm::Twine(s - 1));
   for (size_t i = 0; i < g_.nodes().size(); ++i)
     if (stageOf_[i] == s && !isBackward(g_.node(i)))
       c.copyNode(int32_t(i));
-  for (ValueId v : sendF_[s])
+  for (ValueId v : sendF_[s]) {
+    llvm::StringRef scope = g_.node(g_.value(v).defNode).scope;
     f.addNode(OpKind::Send, {c.mapped(v)}, {},
-              sendAttrs(rankOf(s + 1), tagF_[{s, v}]),
-              g_.node(g_.value(v).defNode).scope);
+              sendAttrs(rankOf(s + 1), tagF_[{s, v}], scope,
+                        "pipeline: forward output needed by stage " +
+                            llvm::Twine(s + 1)),
+              scope);
+  }
   if (s == S_ - 1)
     f.addOutput(c.mapped(g_.outputs()[0]));
   for (ValueId v : stash_[s])
@@ -255,7 +262,8 @@ llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
   for (ValueId v : stash_[s])
     c.addInput(v);
   for (ValueId v : recvB_[s])
-    addRecv(b, c, v, rankOf(s + 1), tagB_[{s + 1, v}]);
+    addRecv(b, c, v, rankOf(s + 1), tagB_[{s + 1, v}],
+            "pipeline: gradient from stage " + llvm::Twine(s + 1));
   for (size_t i = 0; i < g_.nodes().size(); ++i)
     if (stageOf_[i] == s && isBackward(g_.node(i)))
       c.copyNode(int32_t(i));
@@ -290,10 +298,14 @@ llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
     b.rename(acc, g_.value(t.output).name);
     c.setMapped(t.output, acc);
   }
-  for (ValueId v : sendB_[s])
+  for (ValueId v : sendB_[s]) {
+    llvm::StringRef scope = g_.node(g_.value(v).defNode).scope;
     b.addNode(OpKind::Send, {c.mapped(v)}, {},
-              sendAttrs(rankOf(s - 1), tagB_[{s, v}]),
-              g_.node(g_.value(v).defNode).scope);
+              sendAttrs(rankOf(s - 1), tagB_[{s, v}], scope,
+                        "pipeline: gradient needed by stage " +
+                            llvm::Twine(s - 1)),
+              scope);
+  }
   for (size_t i = 1; i < g_.outputs().size(); ++i) {
     ValueId out = g_.outputs()[i];
     llvm::StringRef name = g_.value(out).name;

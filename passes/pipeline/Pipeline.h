@@ -60,9 +60,12 @@ buildStageOptimizer(const Graph &micro, const std::optional<Mesh> &programMesh,
                     llvm::ArrayRef<TiedMessage> tied,
                     const OptimizerConfig &config);
 
-/// A `send` / `recv` pair's attributes (see PipelinePlan.h).
-Attrs sendAttrs(int64_t peer, int64_t tag);
-Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type);
+/// A `send` / `recv` pair's attributes (see PipelinePlan.h), with the
+/// provenance every inserted collective carries (ir/Ops.def).
+Attrs sendAttrs(int64_t peer, int64_t tag, llvm::StringRef src,
+                const llvm::Twine &reason);
+Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type,
+                llvm::StringRef src, const llvm::Twine &reason);
 } // namespace pipeline
 
 } // namespace strata

@@ -62,15 +62,23 @@ llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
 }
 } // namespace
 
-Attrs sendAttrs(int64_t peer, int64_t tag) {
-  return {{"axes", StrList{"pp"}}, {"peer", peer}, {"tag", tag}};
+Attrs sendAttrs(int64_t peer, int64_t tag, llvm::StringRef src,
+                const llvm::Twine &reason) {
+  return {{"axes", StrList{"pp"}},
+          {"peer", peer},
+          {"reason", reason.str()},
+          {"src", src.str()},
+          {"tag", tag}};
 }
 
-Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type) {
+Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type,
+                llvm::StringRef src, const llvm::Twine &reason) {
   return {{"axes", StrList{"pp"}},
           {"dtype", dtypeName(type.dtype).str()},
           {"peer", peer},
+          {"reason", reason.str()},
           {"shape", IntList(type.shape.begin(), type.shape.end())},
+          {"src", src.str()},
           {"tag", tag}};
 }
 
@@ -113,9 +121,15 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
     GraphCopier gc(micro, out);
     sent.push_back({&m, gc.addInput(g)});
   }
-  for (auto [m, g] : sent)
-    out.addNode(OpKind::Send, {g}, {}, sendAttrs(m->owner, m->gradTag),
-                "optimizer." + micro.value(m->param).name);
+  for (auto [m, g] : sent) {
+    std::string scope = "optimizer." + micro.value(m->param).name;
+    out.addNode(OpKind::Send, {g}, {},
+                sendAttrs(m->owner, m->gradTag, scope,
+                          "pipeline: tied parameter's gradient to its owner, "
+                          "pipeline rank " +
+                              llvm::Twine(m->owner)),
+                scope);
+  }
   // Owned tied parameters: add the holders' gradients, in rank order.
   for (const TiedMessage &m : tied) {
     if (m.owner != rank)
@@ -126,7 +140,11 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
     TensorType t = out.type(sum);
     std::string scope = "optimizer." + name;
     int32_t r = out.addNode(
-        OpKind::Recv, {}, {t}, recvAttrs(m.holder, m.gradTag, t), scope,
+        OpKind::Recv, {}, {t},
+        recvAttrs(m.holder, m.gradTag, t, scope,
+                  "pipeline: tied parameter's gradient from pipeline rank " +
+                      llvm::Twine(m.holder) + ", added to this rank's"),
+        scope,
         {"grad." + name + ".from" + std::to_string(m.holder)});
     ValueId got = out.node(r).results[0];
     out.value(got).sharding = out.value(sum).sharding;
@@ -161,12 +179,20 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
     const std::string &name = micro.value(m.param).name;
     if (m.owner == rank) {
       ValueId updated = c.mapped(opt->lookup("new." + name));
-      out.addNode(OpKind::Send, {updated}, {}, sendAttrs(m.holder, m.newTag),
+      out.addNode(OpKind::Send, {updated}, {},
+                  sendAttrs(m.holder, m.newTag, "optimizer." + name,
+                            "pipeline: tied parameter's new value to "
+                            "pipeline rank " +
+                                llvm::Twine(m.holder)),
                   "optimizer." + name);
     } else if (m.holder == rank) {
       const Value &p = micro.value(m.param);
       int32_t r = out.addNode(OpKind::Recv, {}, {p.type},
-                              recvAttrs(m.owner, m.newTag, p.type),
+                              recvAttrs(m.owner, m.newTag, p.type,
+                                        "optimizer." + name,
+                                        "pipeline: tied parameter's new value "
+                                        "from its owner, pipeline rank " +
+                                            llvm::Twine(m.owner)),
                               "optimizer." + name, {"new." + name});
       out.value(out.node(r).results[0]).sharding = p.sharding;
       outputs.push_back(out.node(r).results[0]);

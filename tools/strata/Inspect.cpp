@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "ir/IRText.h"
+#include "tools/strata/CollectiveInspect.h"
 #include "tools/strata/Dot.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/PipelineInspect.h"
@@ -47,6 +48,11 @@ cl::opt<bool> printMemory("memory",
                           cl::desc("Print the bytes per device of each "
                                    "pipeline rank"),
                           cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printCollectives_(
+    "collectives",
+    cl::desc("List every collective per step: program, runs, group, bytes, "
+             "why it is there"),
+    cl::sub(inspectCmd), cl::cat(strataCategory()));
 cl::opt<std::string> scheduleSvg(
     "schedule",
     cl::desc("Print the pipeline schedule and draw its timeline into <file>"),
@@ -149,7 +155,7 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
                     Twine(gc.dataInputs) + " data inputs)");
 }
 
-json::Value summaryJson(const LoadedPlan &p) {
+Expected<json::Value> summaryJson(const LoadedPlan &p) {
   const ModelConfig &c = p.config;
   ParamStats ps = countParams(p.graph);
   GraphCounts gc = graphCounts(p.graph);
@@ -194,35 +200,45 @@ json::Value summaryJson(const LoadedPlan &p) {
                              {"params", gc.params},
                              {"data_inputs", gc.dataInputs}}},
   };
-  if (p.plan.has_pipeline())
+  if (p.plan.has_pipeline()) {
     for (auto &member : pipelineJson(p.plan))
       out.try_emplace(member.first, std::move(member.second));
-  return out;
+    auto collectives = collectivesJson(p.plan);
+    if (!collectives)
+      return collectives.takeError();
+    out.try_emplace("collectives", std::move(*collectives));
+  }
+  return json::Value(std::move(out));
 }
 
 int runInspect() {
   if (int(printIR) + int(printJson) + int(printDot) + int(printPrograms_) +
-          int(printMemory) + int(!scheduleSvg.empty()) >
+          int(printMemory) + int(printCollectives_) +
+          int(!scheduleSvg.empty()) >
       1) {
     WithColor::error(errs(), "strata inspect")
         << "--ir, --json and --dot are exclusive with each other and with "
-           "--programs, --memory and --schedule (pick one)\n";
+           "--programs, --memory, --collectives and --schedule (pick one)\n";
     return kExitUserError;
   }
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
     return reportError(loaded.takeError());
-  bool pipelineView = printPrograms_ || printMemory || !scheduleSvg.empty();
+  bool pipelineView = printPrograms_ || printMemory || printCollectives_ ||
+                      !scheduleSvg.empty();
   if (pipelineView && !loaded->plan.has_pipeline()) {
     WithColor::error(errs(), "strata inspect")
         << inputPath
-        << " has no compiled training step (--programs, "
-           "--memory and --schedule read a plan from `strata compile SPEC "
+        << " has no compiled training step (--programs, --memory, "
+           "--collectives and --schedule read a plan from `strata compile SPEC "
            "[--tp T --pp P ...] -o PLAN`)\n";
     return kExitUserError;
   }
   if (printPrograms_) {
     if (Error e = printPrograms(outs(), loaded->plan))
+      return reportError(std::move(e));
+  } else if (printCollectives_) {
+    if (Error e = printCollectives(outs(), loaded->plan))
       return reportError(std::move(e));
   } else if (printMemory) {
     printMemoryReport(outs(), loaded->plan);
@@ -231,8 +247,12 @@ int runInspect() {
       return reportError(std::move(e));
   } else if (printIR)
     printGraph(outs(), loaded->graph);
-  else if (printJson)
-    outs() << formatv("{0:2}", summaryJson(*loaded)) << '\n';
+  else if (printJson) {
+    auto summary = summaryJson(*loaded);
+    if (!summary)
+      return reportError(summary.takeError());
+    outs() << formatv("{0:2}", *summary) << '\n';
+  }
   else if (printDot)
     printGraphDot(outs(), loaded->graph);
   else

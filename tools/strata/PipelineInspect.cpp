@@ -34,6 +34,8 @@ std::string fixed(double v, int digits) {
   return s;
 }
 
+} // namespace
+
 std::string stageLabel(const pb::Plan &plan, const pb::PipelineStage &s,
                        llvm::StringRef kind) {
   std::string label = "stage " + std::to_string(s.index()) + " " + kind.str();
@@ -62,8 +64,6 @@ std::string parallelSummary(const pb::Plan &plan) {
   return s + ", " + c.schedule() + ", " + std::to_string(c.microbatches()) +
          " microbatches, recompute " + c.recompute();
 }
-} // namespace
-
 std::string formatBytes(int64_t bytes) {
   const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = double(bytes);

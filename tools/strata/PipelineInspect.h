@@ -29,6 +29,14 @@ llvm::Error printSchedule(llvm::raw_ostream &os, const pb::Plan &plan,
 /// The "parallel", "schedule" and "memory" members of `inspect --json`.
 llvm::json::Object pipelineJson(const pb::Plan &plan);
 
+/// "stage J F", with "(rank R, chunk C)" when interleaved.
+std::string stageLabel(const pb::Plan &plan, const pb::PipelineStage &s,
+                       llvm::StringRef kind);
+/// The stage indices of pipeline rank r: "0,2".
+std::string stagesOf(const pb::Plan &plan, int64_t r);
+/// "tp=2 dp=2 pp=1, 1f1b, 8 microbatches, recompute none".
+std::string parallelSummary(const pb::Plan &plan);
+
 /// 1536 -> "1.50 KiB".
 std::string formatBytes(int64_t bytes);
 

@@ -117,3 +117,73 @@ INSTANTIATE_TEST_SUITE_P(
 
 } // namespace
 } // namespace strata
+
+namespace strata {
+namespace {
+
+/// Each layout constraint of the issue, violated alone: the error names the
+/// constraint (what is not divisible by what) and the fix.
+struct BadLayout {
+  const char *name;
+  const char *spec;
+  int64_t tp, dp;
+  bool sp;
+  const char *constraint;
+  const char *fix;
+};
+
+class RejectsLayout : public testing::TestWithParam<BadLayout> {};
+
+TEST_P(RejectsLayout, NamesTheConstraintAndTheFix) {
+  const BadLayout &b = GetParam();
+  Graph g = modelGraph(b.spec);
+  MegatronSeedOptions o;
+  o.tp = b.tp;
+  o.dp = b.dp;
+  o.sp = b.sp;
+  llvm::Error e = seedMegatron(g, o);
+  ASSERT_TRUE(bool(e));
+  std::string msg = toString(std::move(e));
+  EXPECT_NE(msg.find(b.constraint), std::string::npos) << msg;
+  EXPECT_NE(msg.find(b.fix), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Constraints, RejectsLayout,
+    testing::Values(
+        BadLayout{"heads",
+                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+                       hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4)pb",
+                  8, 1, false, "attention heads 4 (layers.0.attn) not divisible by tp 8",
+                  "use a tp that divides 4"},
+        BadLayout{"kv_heads",
+                  R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
+                       hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 24
+                       seq_len: 8 micro_batch: 4)pb",
+                  4, 1, false, "KV heads 2 (layers.0.attn) not divisible by tp 4",
+                  "use a tp that divides 2"},
+        BadLayout{"ffn",
+                  R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
+                       hidden: 16 layers: 1 heads: 4 kv_heads: 4 ffn: 30
+                       seq_len: 8 micro_batch: 4)pb",
+                  4, 1, false, ": 30 not divisible by tp 4",
+                  "use a tp that divides 30"},
+        BadLayout{"padded_vocab",
+                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 2
+                       hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4)pb",
+                  4, 1, false, "30 not divisible by tp 4",
+                  "set make_vocab_size_divisible_by to a multiple of tp"},
+        BadLayout{"batch",
+                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+                       hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 3)pb",
+                  1, 2, false, "batch 3 of %tokens not divisible by dp 2",
+                  "use a micro-batch size divisible by 2"},
+        BadLayout{"sequence",
+                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+                       hidden: 16 layers: 1 heads: 4 seq_len: 6 micro_batch: 4)pb",
+                  4, 1, true, "sequence length 6 not divisible by tp 4",
+                  "or sp=0"}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+} // namespace
+} // namespace strata
