@@ -158,4 +158,37 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
   }
 }
 
+llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
+                            void *out, Communicators *comms,
+                            uint64_t microbatch) {
+  if (!comms)
+    return err(n, "needs communicators: run the pipeline's programs on a "
+                  "device group (runtime/parallel)");
+  auto grp = comms->group(n.attrs.getStrings("axes"));
+  if (!grp)
+    return err(n, llvm::toString(grp.takeError()));
+  // Gloo matches by a 32-bit slot: the tag above, the microbatch below.
+  constexpr int kMicroBits = 12;
+  int64_t tag = n.attrs.getInt("tag");
+  if (tag < 0 || tag >= (int64_t(1) << (32 - kMicroBits)) ||
+      microbatch >= (uint64_t(1) << kMicroBits))
+    return err(n, "tag " + llvm::Twine(tag) + " of microbatch " +
+                      llvm::Twine(microbatch) +
+                      " does not fit a message slot (tags below 2^20, "
+                      "microbatches below 4096)");
+  uint32_t slot = uint32_t(tag) << kMicroBits | uint32_t(microbatch);
+  int64_t peer = n.attrs.getInt("peer");
+  llvm::Error e = llvm::Error::success();
+  if (n.op == OpKind::Send) {
+    const TensorType &t = g.type(n.operands[0]);
+    e = (*grp)->postSend(in, t.numElements(), t.dtype, peer, slot);
+  } else if (n.op == OpKind::Recv) {
+    const TensorType &t = g.type(n.results[0]);
+    e = (*grp)->recv(out, t.numElements(), t.dtype, peer, slot);
+  } else {
+    return err(n, "not a send or recv");
+  }
+  return e ? err(n, llvm::toString(std::move(e))) : llvm::Error::success();
+}
+
 } // namespace strata

@@ -22,4 +22,13 @@ namespace strata {
 llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
                           void *out, Communicators *comms);
 
+/// Runs `send` (operand `in`) or `recv` (result `out`) node `n` for this
+/// rank over the group of its `axes`, to or from group rank `peer`. A send
+/// is eager (Communicator::postSend); a recv blocks until its data arrived.
+/// The message is matched by the node's `tag` and `microbatch`, so every
+/// microbatch's message is told apart.
+llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
+                            void *out, Communicators *comms,
+                            uint64_t microbatch);
+
 } // namespace strata

@@ -61,6 +61,13 @@ public:
                            int64_t peer, uint32_t tag) = 0;
   virtual llvm::Error recv(void *buf, int64_t count, DType dt, int64_t peer,
                            uint32_t tag) = 0;
+  /// An eager send (the pipeline's semantics, passes/pipeline/Schedule.h):
+  /// copies buf[count] and returns without waiting for the peer's recv; the
+  /// copy is kept until waitSends.
+  virtual llvm::Error postSend(const void *buf, int64_t count, DType dt,
+                               int64_t peer, uint32_t tag) = 0;
+  /// Waits until every posted send has reached its peer.
+  virtual llvm::Error waitSends() = 0;
 };
 
 /// One rank's communicators over a mesh.

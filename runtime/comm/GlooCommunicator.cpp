@@ -106,6 +106,11 @@ public:
   llvm::Error recv(void *, int64_t, DType, int64_t peer, uint32_t) override {
     return err("recv: a group of one rank has no peer " + llvm::Twine(peer));
   }
+  llvm::Error postSend(const void *, int64_t, DType, int64_t peer,
+                       uint32_t) override {
+    return err("send: a group of one rank has no peer " + llvm::Twine(peer));
+  }
+  llvm::Error waitSends() override { return llvm::Error::success(); }
 
 private:
   static llvm::Error copy(const void *in, void *out, int64_t count, DType dt) {
@@ -210,8 +215,35 @@ public:
     });
   }
 
-  /// Closes the connections; later calls fail.
-  void close() { ctx_.reset(); }
+  llvm::Error postSend(const void *buf, int64_t count, DType dt, int64_t peer,
+                       uint32_t tag) override {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      return err("send: peer " + llvm::Twine(peer) +
+                 " is not another rank of " + name_);
+    return guard("send", [&]() -> llvm::Error {
+      Posted p;
+      p.data.assign(static_cast<const char *>(buf),
+                    static_cast<const char *>(buf) + count * dtypeBytes(dt));
+      p.buffer = ctx_->createUnboundBuffer(p.data.data(), p.data.size());
+      p.buffer->send(int(peer), gloo::Slot::build(kP2PSlotPrefix, tag));
+      posted_.push_back(std::move(p));
+      return llvm::Error::success();
+    });
+  }
+  llvm::Error waitSends() override {
+    return guard("send", [&]() -> llvm::Error {
+      for (Posted &p : posted_)
+        p.buffer->waitSend(rdv_->timeout());
+      posted_.clear();
+      return llvm::Error::success();
+    });
+  }
+
+  /// Closes the connections (dropping posted sends); later calls fail.
+  void close() {
+    posted_.clear();
+    ctx_.reset();
+  }
 
 private:
   /// Runs `body` unless aborted; turns Gloo's exceptions into errors, after
@@ -246,10 +278,17 @@ private:
     gloo::allgather(o);
   }
 
+  /// An eager send in flight: its own copy of the data.
+  struct Posted {
+    std::vector<char> data;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  };
+
   std::shared_ptr<gloo::Context> ctx_;
   std::shared_ptr<GlooRendezvous> rdv_;
   std::string name_;
   int64_t rank_ = 0, size_ = 1;
+  std::vector<Posted> posted_;
 };
 
 class GlooCommunicators : public Communicators {

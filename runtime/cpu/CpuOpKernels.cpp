@@ -431,6 +431,16 @@ llvm::Error collectiveK(const Args &a) {
   return runCollective(a.g, a.node, a.in[0], a.out[0], a.ctx.comms);
 }
 
+// Pipeline messages between ranks along `axes` (runtime/comm).
+llvm::Error sendK(const Args &a) {
+  return runPointToPoint(a.g, a.node, a.in[0], nullptr, a.ctx.comms,
+                         a.ctx.microbatch);
+}
+llvm::Error recvK(const Args &a) {
+  return runPointToPoint(a.g, a.node, nullptr, a.out[0], a.ctx.comms,
+                         a.ctx.microbatch);
+}
+
 llvm::Error fusedK(const Args &a) {
   return runFusedKernel(a.g, a.node, a.in, a.out, a.ctx);
 }
@@ -528,8 +538,8 @@ KernelFn kernelFor(OpKind op) {
   case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
   case OpKind::AllToAll: case OpKind::BroadcastFrom:
     return collectiveK;
-  case OpKind::Send: case OpKind::Recv:
-    return nullptr;
+  case OpKind::Send: return sendK;
+  case OpKind::Recv: return recvK;
   case OpKind::ShardSlice: return shardSliceK;
   case OpKind::PickLabel: return FLOAT(PickLabelK);
   case OpKind::OneHot: return oneHotK;
