@@ -144,15 +144,31 @@ llvm::Error gatherUpdatedParams(Graph &opt) {
 }
 } // namespace
 
-llvm::Expected<ParallelConfig> planLayout(const pb::ParallelConfig &plan) {
-  if (plan.pp() > 1)
-    return err("the plan is pipelined (pp=" + llvm::Twine(plan.pp()) +
-               "); the CPU runtime runs tp x dp layouts (compile without "
-               "--pp, or pass --tp/--dp to choose a layout here)");
+llvm::Expected<ParallelConfig> planLayout(const pb::Plan &plan) {
+  const pb::ParallelConfig &pc = plan.parallel();
   ParallelConfig c;
-  c.tp = std::max<int64_t>(plan.tp(), 1);
-  c.dp = std::max<int64_t>(plan.dp(), 1);
-  c.sp = plan.sp();
+  c.tp = std::max<int64_t>(pc.tp(), 1);
+  c.dp = std::max<int64_t>(pc.dp(), 1);
+  c.pp = std::max<int64_t>(pc.pp(), 1);
+  c.sp = pc.sp();
+  if (!pc.schedule().empty()) {
+    auto s = parseScheduleSpec(pc.schedule());
+    if (!s)
+      return s.takeError();
+    c.schedule = *s;
+  }
+  if (!pc.recompute().empty()) {
+    auto r = parseRecomputeMode(pc.recompute());
+    if (!r)
+      return err("the plan's recompute mode '" + pc.recompute() +
+                 "' is none of none, selective, full, auto");
+    c.recompute = *r;
+  }
+  if (c.recompute == RecomputeMode::Auto)
+    c.memoryBudget = pc.memory_budget();
+  if (c.pipelined())
+    for (const pb::PipelineStage &s : plan.pipeline().stages())
+      c.layersPerStage.push_back(s.num_layers());
   return c;
 }
 

@@ -27,13 +27,15 @@
 
 #include "ir/Graph.h"
 #include "passes/optimizer/OptimizerGraph.h"
+#include "passes/pipeline/Schedule.h"
+#include "passes/recompute/Recompute.h"
 
 #include "llvm/Support/Error.h"
 
 namespace strata {
 
 namespace pb {
-class ParallelConfig;
+class Plan;
 } // namespace pb
 
 struct ParallelConfig {
@@ -41,7 +43,18 @@ struct ParallelConfig {
   int64_t dp = 1;
   bool sp = false;                   // sequence parallelism (needs tp > 1)
   bool distributedOptimizer = false; // ZeRO-1 over dp
-  int64_t numDevices() const { return tp * dp; }
+  /// Pipeline stages, their schedule and recomputation: a config with
+  /// pp > 1 or recomputation runs the pipeline runtime (PipelineTrainer.h),
+  /// whose microbatches per step are the training's gradAccum.
+  int64_t pp = 1;
+  ScheduleSpec schedule;
+  RecomputeMode recompute = RecomputeMode::None;
+  /// Blocks per virtual stage (empty: balanced by cost).
+  std::vector<int64_t> layersPerStage;
+  /// Peak bytes per device for --recompute auto (-1: none).
+  int64_t memoryBudget = -1;
+  bool pipelined() const { return pp > 1 || recompute != RecomputeMode::None; }
+  int64_t numDevices() const { return tp * dp * pp; }
 };
 
 struct ParallelPrograms {
@@ -50,9 +63,10 @@ struct ParallelPrograms {
   Graph eval;
 };
 
-/// The layout a compiled plan asks for (`strata compile --tp --dp --sp`).
-/// A pipelined plan (pp > 1) is an error: this runtime runs tp x dp.
-llvm::Expected<ParallelConfig> planLayout(const pb::ParallelConfig &plan);
+/// The layout a compiled plan asks for (`strata compile --tp --dp --sp --pp
+/// --schedule --recompute`); a pipelined plan's cut is kept by
+/// layersPerStage, read from its stages.
+llvm::Expected<ParallelConfig> planLayout(const pb::Plan &plan);
 
 /// Builds and verifies the three programs (see the file comment).
 llvm::Expected<ParallelPrograms>

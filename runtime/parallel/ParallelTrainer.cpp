@@ -40,6 +40,9 @@ llvm::Expected<std::unique_ptr<ParallelTrainer>>
 ParallelTrainer::create(const Graph &forward, const Graph &evalForward,
                         const TrainOptions &options,
                         const ParallelConfig &config, DeviceGroup &group) {
+  if (config.pipelined())
+    return err("a pipelined configuration (pp > 1 or recomputation) runs on "
+               "the pipeline trainer (runtime/parallel/PipelineTrainer.h)");
   Mesh want;
   want.axes = {{"dp", config.dp}, {"tp", config.tp}};
   if (!(group.mesh() == want)) {

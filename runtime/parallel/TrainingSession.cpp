@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/parallel/ParallelTrainer.h"
+#include "runtime/parallel/PipelineTrainer.h"
 
 namespace strata {
 
@@ -111,6 +112,57 @@ private:
   std::optional<DistEnv> env_;
   ParallelConfig config_;
 };
+/// A pipelined run on pp*dp*tp in-process CPU devices.
+class PipelineSession : public TrainingSession {
+public:
+  llvm::Error init(const Graph &forward, const Graph &eval,
+                   const TrainOptions &options, const ParallelConfig &c) {
+    auto g = DeviceGroup::inProcess(pipelineMesh(c));
+    if (!g)
+      return g.takeError();
+    group_ = std::move(*g);
+    auto t = PipelineTrainer::create(forward, eval, options, c, *group_);
+    if (!t)
+      return t.takeError();
+    trainer_ = std::move(*t);
+    config_ = c;
+    return llvm::Error::success();
+  }
+  llvm::Error initParams() override { return trainer_->initParams(); }
+  llvm::Expected<StepStats> step(const BatchFn &batch) override {
+    return trainer_->step(batch);
+  }
+  llvm::Expected<double> evalLoss(const int32_t *tokens,
+                                  const int32_t *labels) override {
+    return trainer_->evalLoss(tokens, labels);
+  }
+  int64_t step() const override { return trainer_->step(); }
+  void setStep(int64_t s) override { trainer_->setStep(s); }
+  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
+  state() override {
+    return trainer_->gatherState();
+  }
+  llvm::Error loadState(
+      llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) override {
+    return trainer_->scatterState(lookup);
+  }
+  bool isWriter() const override { return true; }
+  std::string describe() const override {
+    const Schedule &s = trainer_->compiled().pipeline.schedule;
+    return std::to_string(config_.numDevices()) +
+           " CPU devices (tp=" + std::to_string(config_.tp) +
+           " dp=" + std::to_string(config_.dp) + (config_.sp ? " sp" : "") +
+           " pp=" + std::to_string(config_.pp) + ", " + s.spec.str() +
+           " over " + std::to_string(s.microbatches) +
+           " microbatches, recompute " +
+           recomputeModeName(config_.recompute).str() + ")";
+  }
+
+private:
+  std::unique_ptr<DeviceGroup> group_;
+  std::unique_ptr<PipelineTrainer> trainer_; // uses group_: declared after
+  ParallelConfig config_;
+};
 } // namespace
 
 llvm::Expected<std::unique_ptr<TrainingSession>>
@@ -120,6 +172,22 @@ createTrainingSession(const Graph &forward, const Graph &evalForward,
   auto env = DistEnv::fromEnvironment();
   if (!env)
     return env.takeError();
+  if (parallel.pipelined()) {
+    if (*env)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "error: pipelined training runs every rank in one process (run "
+          "`strata train` without `strata launch`)");
+    auto s = std::make_unique<PipelineSession>();
+    if (auto e = s->init(forward, evalForward, options, parallel))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "error: cannot train on tp=" + std::to_string(parallel.tp) +
+              " dp=" + std::to_string(parallel.dp) +
+              " pp=" + std::to_string(parallel.pp) + ": " +
+              llvm::toString(std::move(e)));
+    return std::unique_ptr<TrainingSession>(std::move(s));
+  }
   if (parallel.numDevices() == 1 && !*env) {
     auto s = std::make_unique<SerialSession>();
     if (auto e = s->init(forward, evalForward, options))

@@ -20,6 +20,7 @@
 #include "frontends/Models.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/parallel/ParallelTrainer.h"
+#include "runtime/parallel/PipelineTrainer.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -163,34 +164,20 @@ TensorDiff compareTensors(llvm::StringRef name, const HostTensor &got,
   return d;
 }
 
-llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
-                                            const TrainOptions &training,
-                                            const VerifyOptions &o) {
-  Graph forward = buildModelGraph(model);
-  ModelConfig evalModel = model;
-  evalModel.dropout = 0;
-  Graph eval = buildModelGraph(evalModel);
-  Mesh mesh;
-  mesh.axes = {{"dp", o.parallel.dp}, {"tp", o.parallel.tp}};
-  auto group = DeviceGroup::inProcess(mesh, o.devices);
-  if (!group)
-    return group.takeError();
-  auto par =
-      ParallelTrainer::create(forward, eval, training, o.parallel, **group);
-  if (!par)
-    return par.takeError();
-  CpuDevice cpu;
-  auto serial = Trainer::create(forward, eval, training, cpu);
-  if (!serial)
-    return serial.takeError();
-  ParallelTrainer &p = **par;
-  Trainer &s = **serial;
+namespace {
+/// The loss and gradients of one microbatch, then the losses of o.steps
+/// AdamW steps, of the serial trainer `s` and the parallel one `p` (a
+/// ParallelTrainer or a PipelineTrainer) from the same weights and batches.
+template <typename ParallelT>
+llvm::Error compareTraining(Trainer &s, ParallelT &p, const ModelConfig &model,
+                            const VerifyOptions &o, VerifyReport &report,
+                            llvm::function_ref<llvm::Error(const int32_t *,
+                                                           const int32_t *)>
+                                activations) {
   if (auto e = s.initParams())
     return e;
   if (auto e = p.initParams())
     return e;
-
-  VerifyReport report;
   int64_t step = 0;
   BatchFn batch =
       randomBatches(model.microBatch, model.seq, model.vocab, o.dataSeed, step);
@@ -198,9 +185,7 @@ llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
       lb = tk.clone();
   batch(0, tk.data<int32_t>(), lb.data<int32_t>());
   if (o.activations)
-    if (auto e =
-            compareValues(s, p, **group, tk.data<int32_t>(), lb.data<int32_t>(),
-                          training.seed, o.tolerance, report))
+    if (auto e = activations(tk.data<int32_t>(), lb.data<int32_t>()))
       return e;
 
   auto want = s.lossAndGrads(tk.data<int32_t>(), lb.data<int32_t>());
@@ -216,6 +201,9 @@ llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
   std::vector<std::string> names;
   std::vector<HostTensor> g, w;
   for (size_t i = 1; i < want->size(); ++i) {
+    if ((*got)[i].first != (*want)[i].first)
+      return err("the parallel plan's gradient %" + (*got)[i].first +
+                 " is in the place of the serial %" + (*want)[i].first);
     names.push_back((*want)[i].first);
     g.push_back((*got)[i].second);
     w.push_back((*want)[i].second);
@@ -234,6 +222,58 @@ llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
     report.diffs.push_back(compareTensors(
         "step " + std::to_string(step + 1) + " loss", g, w, o.tolerance));
   }
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
+                                            const TrainOptions &training,
+                                            const VerifyOptions &o) {
+  Graph forward = buildModelGraph(model);
+  ModelConfig evalModel = model;
+  evalModel.dropout = 0;
+  Graph eval = buildModelGraph(evalModel);
+  CpuDevice cpu;
+  auto serial = Trainer::create(forward, eval, training, cpu);
+  if (!serial)
+    return serial.takeError();
+  VerifyReport report;
+
+  if (o.parallel.pipelined()) {
+    if (o.activations)
+      return err("--activations compares one microbatch program; a pipelined "
+                 "plan has a program per stage (drop --activations, or "
+                 "--pp and --recompute)");
+    auto group = DeviceGroup::inProcess(pipelineMesh(o.parallel), o.devices);
+    if (!group)
+      return group.takeError();
+    auto par =
+        PipelineTrainer::create(forward, eval, training, o.parallel, **group);
+    if (!par)
+      return par.takeError();
+    if (auto e = compareTraining(**serial, **par, model, o, report, nullptr))
+      return e;
+    return report;
+  }
+
+  Mesh mesh;
+  mesh.axes = {{"dp", o.parallel.dp}, {"tp", o.parallel.tp}};
+  auto group = DeviceGroup::inProcess(mesh, o.devices);
+  if (!group)
+    return group.takeError();
+  auto par =
+      ParallelTrainer::create(forward, eval, training, o.parallel, **group);
+  if (!par)
+    return par.takeError();
+  Trainer &s = **serial;
+  ParallelTrainer &p = **par;
+  if (auto e = compareTraining(
+          s, p, model, o, report,
+          [&](const int32_t *tokens, const int32_t *labels) {
+            return compareValues(s, p, **group, tokens, labels, training.seed,
+                                 o.tolerance, report);
+          }))
+    return e;
   return report;
 }
 

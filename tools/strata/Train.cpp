@@ -1,7 +1,9 @@
 //===- Train.cpp - `strata train (SPEC|PLAN) [--data FILE] [overrides]` ----===//
 //
 // Trains a model on one CPU device, or on tp*dp of them (--tp, --dp, --sp,
-// --distributed-optimizer; one per process under `strata launch`): the
+// --distributed-optimizer; one per process under `strata launch`), or
+// pipelined on tp*dp*pp in-process devices (--pp, --microbatches,
+// --schedule, --recompute; runtime/parallel/PipelineTrainer.h): the
 // spec's training and data sections, overridden by flags, drive
 // runtime/train/TrainingRun. Relative data paths in a spec are resolved
 // against the spec's directory.
@@ -54,6 +56,10 @@ cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree (CPU devices: tp*dp)"
 cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> distOpt("distributed-optimizer", cl::desc("Shard the AdamW state over dp (ZeRO-1)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> pp("pp", cl::desc("Pipeline stages (CPU devices: tp*dp*pp, in this process)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> microbatches("microbatches", cl::desc("Microbatches per step of the pipeline (sets --grad-accum)"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> schedule("schedule", cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved:V"), cl::init("1f1b"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> recomputeMode("recompute", cl::desc("Activation recomputation: none, selective, full"), cl::init("none"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> noFusion("no-fusion", cl::desc("Run every op with the built-in kernels (no fused, generated kernels)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stderr is not a terminal"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
 
@@ -101,14 +107,37 @@ Expected<RunOptions> buildOptions() {
     s.set_dropout(dropout);
   }
   if (evalIters <= 0) return usage("--eval-iters must be > 0");
-  if (tp < 1 || dp < 1) return usage("--tp and --dp must be >= 1");
+  if (tp < 1 || dp < 1 || pp < 1) return usage("--tp, --dp and --pp must be >= 1");
   o.parallel = {tp, dp, sp, distOpt};
+  o.parallel.pp = pp;
+  auto sched = parseScheduleSpec(schedule);
+  if (!sched) return usage("--schedule: " + toString(sched.takeError()));
+  o.parallel.schedule = *sched;
+  auto mode = parseRecomputeMode(recomputeMode);
+  if (!mode || *mode == RecomputeMode::Auto)
+    return usage("--recompute must be none, selective or full (got '" + recomputeMode +
+                 "'; auto needs a compiled plan: strata compile --recompute auto "
+                 "--memory-budget B)");
+  o.parallel.recompute = *mode;
   if (!isSpecPath(input) && !tp.getNumOccurrences() && !dp.getNumOccurrences() &&
-      !sp.getNumOccurrences()) {  // the plan's layout unless flags choose one
-    auto layout = planLayout(loaded->plan.parallel());
+      !sp.getNumOccurrences() && !pp.getNumOccurrences()) {
+    // the plan's layout unless flags choose one
+    auto layout = planLayout(loaded->plan);
     if (!layout) return usage(toString(layout.takeError()));
     o.parallel = *layout;
     o.parallel.distributedOptimizer = distOpt;
+    if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0 &&
+        gradAccum == -1 && microbatches == -1)
+      t.set_grad_accum(loaded->plan.parallel().microbatches());
+  }
+  if (microbatches != -1) {
+    if (microbatches < 1) return usage("--microbatches must be >= 1");
+    if (gradAccum != -1 && gradAccum != microbatches)
+      return usage("--microbatches " + Twine(int64_t(microbatches)) + " and --grad-accum " +
+                   Twine(int64_t(gradAccum)) +
+                   " disagree (a pipeline's microbatches are the step's gradient "
+                   "accumulation; give one of them)");
+    t.set_grad_accum(microbatches);
   }
   o.fusion = !noFusion;
   if (!tokenizer.empty()) {

@@ -1,6 +1,7 @@
 //===- Verify.cpp - `strata verify SPEC --tp T --dp D [--sp] ...` ---------===//
 //
-// Runs the serial plan and the parallel plan of a model on CPU devices from
+// Runs the serial plan and the parallel plan (tp x dp, or pipelined with
+// --pp/--schedule/--recompute/--microbatches) of a model on CPU devices from
 // the same weights and batches and prints, per tensor, the normwise relative
 // difference (runtime/parallel/Verify.h): the loss and every parameter
 // gradient of one microbatch, the losses of N AdamW steps and the parameters
@@ -42,6 +43,21 @@ cl::opt<bool> sp("sp",
 cl::opt<bool> distOpt("distributed-optimizer",
                       cl::desc("Shard the AdamW state over dp (ZeRO-1)"),
                       cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t> pp("pp", cl::desc("Pipeline stages (default: a plan's, else 1)"),
+                    cl::init(1), cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Microbatches per step (default: a plan's, else the spec's "
+             "training.grad_accum); the serial run accumulates as many"),
+    cl::init(0), cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<std::string>
+    schedule("schedule",
+             cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved:V"),
+             cl::init("1f1b"), cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<std::string>
+    recomputeMode("recompute",
+                  cl::desc("Activation recomputation: none, selective, full"),
+                  cl::init("none"), cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<int64_t> steps("steps", cl::desc("AdamW steps to compare"), cl::init(5),
                        cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<double> tolerance("tolerance",
@@ -61,8 +77,10 @@ Error usage(const Twine &msg) {
 }
 
 int runVerify() {
-  if (tp < 1 || dp < 1)
-    return reportError(usage("--tp and --dp must be >= 1"));
+  if (tp < 1 || dp < 1 || pp < 1)
+    return reportError(usage("--tp, --dp and --pp must be >= 1"));
+  if (microbatches < 0)
+    return reportError(usage("--microbatches must be >= 1"));
   if (steps < 0)
     return reportError(usage("--steps must be >= 0"));
   if (tolerance <= 0)
@@ -77,17 +95,33 @@ int runVerify() {
     model.dropout = dropout;
   VerifyOptions o;
   o.parallel = {tp, dp, sp, distOpt};
+  o.parallel.pp = pp;
+  auto sched = parseScheduleSpec(schedule);
+  if (!sched)
+    return reportError(usage("--schedule: " + toString(sched.takeError())));
+  o.parallel.schedule = *sched;
+  auto mode = parseRecomputeMode(recomputeMode);
+  if (!mode || *mode == RecomputeMode::Auto)
+    return reportError(usage("--recompute must be none, selective or full (got '" +
+                             recomputeMode + "')"));
+  o.parallel.recompute = *mode;
+  TrainOptions training = trainOptions(loaded->plan.model().training());
   // A plan's layout unless flags choose one.
   if (!isSpecPath(input) && !tp.getNumOccurrences() &&
-      !dp.getNumOccurrences() && !sp.getNumOccurrences()) {
-    auto layout = planLayout(loaded->plan.parallel());
+      !dp.getNumOccurrences() && !sp.getNumOccurrences() &&
+      !pp.getNumOccurrences()) {
+    auto layout = planLayout(loaded->plan);
     if (!layout)
       return reportError(createStringError(
           inconvertibleErrorCode(),
           input + ": error: " + toString(layout.takeError())));
     o.parallel = *layout;
     o.parallel.distributedOptimizer = distOpt;
+    if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0)
+      training.gradAccum = loaded->plan.parallel().microbatches();
   }
+  if (microbatches > 0)
+    training.gradAccum = microbatches;
   const ParallelConfig &pc = o.parallel;
   o.steps = steps;
   o.tolerance = tolerance;
@@ -97,13 +131,16 @@ int runVerify() {
       "tp=" + std::to_string(pc.tp) + " dp=" + std::to_string(pc.dp) +
       (pc.sp ? " sp" : "") +
       (pc.distributedOptimizer ? " distributed-optimizer" : "");
+  if (pc.pipelined())
+    layout += " pp=" + std::to_string(pc.pp) + " " + pc.schedule.str() +
+              " microbatches=" + std::to_string(training.gradAccum) +
+              " recompute=" + recomputeModeName(pc.recompute).str();
   outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
          << " (" << pc.numDevices() << " CPU devices), " << steps
          << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
          << "\n";
   outs().flush();
-  auto report =
-      verifyParallel(model, trainOptions(loaded->plan.model().training()), o);
+  auto report = verifyParallel(model, training, o);
   if (!report)
     return reportError(
         createStringError(inconvertibleErrorCode(),

@@ -1,0 +1,599 @@
+//===- PipelineTrainer.cpp - Training a pipelined plan on CPU devices ------===//
+#include "runtime/parallel/PipelineTrainer.h"
+
+#include "runtime/parallel/ParallelInterpreter.h"
+#include "runtime/parallel/Sharded.h"
+#include "runtime/train/ParamInit.h"
+
+#include <cstring>
+
+namespace strata {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+HostTensor copyOf(const TensorType &t, const void *src) {
+  HostTensor h(t);
+  std::memcpy(h.raw(), src, h.bytes());
+  return h;
+}
+
+void addInto(HostTensor &acc, const void *g) {
+  float *a = acc.data<float>();
+  const float *x = static_cast<const float *>(g);
+  for (int64_t j = 0, n = acc.numElements(); j < n; ++j)
+    a[j] += x[j];
+}
+} // namespace
+
+/// One local rank: its programs, state, stash and batch blocks.
+struct PipelineTrainer::RankState {
+  int64_t pipeRank = 0, stageRank = 0; // pp coordinate; rank in stageMesh_
+  std::vector<int64_t> stages;         // virtual stage of each chunk
+  std::vector<std::unique_ptr<Interpreter>> fwd, bwd, evalFwd; // by chunk
+  std::unique_ptr<Interpreter> opt;
+  llvm::StringMap<HostTensor> p, m, v, grads; // held parameters, local types
+  std::vector<std::vector<std::vector<HostTensor>>> stash; // [chunk][micro]
+  std::vector<HostTensor> tokens, labels;                  // per microbatch
+  double loss = 0; // the head's loss summed over microbatches
+  double gradNorm = 0;
+};
+
+Mesh pipelineMesh(const ParallelConfig &c) {
+  Mesh m;
+  if (c.pp > 1)
+    m.axes.push_back({"pp", c.pp});
+  m.axes.push_back({"dp", c.dp});
+  m.axes.push_back({"tp", c.tp});
+  return m;
+}
+
+ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &c,
+                                              const TrainOptions &t) {
+  ParallelCompileOptions o;
+  o.tp = c.tp;
+  o.dp = c.dp;
+  o.pp = c.pp;
+  o.sp = c.sp;
+  o.schedule = c.schedule;
+  o.microbatches = t.gradAccum;
+  o.layersPerStage = c.layersPerStage;
+  o.recompute = c.recompute;
+  o.memoryBudget = c.memoryBudget;
+  o.optimizer = t.optimizer;
+  return o;
+}
+
+PipelineTrainer::PipelineTrainer(DeviceGroup &g) : group_(g) {}
+PipelineTrainer::~PipelineTrainer() = default;
+
+llvm::Expected<std::unique_ptr<PipelineTrainer>>
+PipelineTrainer::create(const Graph &forward, const Graph &evalForward,
+                        const TrainOptions &options,
+                        const ParallelConfig &config, DeviceGroup &group) {
+  Mesh want = pipelineMesh(config);
+  if (!(group.mesh() == want)) {
+    std::string w, h;
+    llvm::raw_string_ostream ws(w), hs(h);
+    printMesh(ws, want);
+    printMesh(hs, group.mesh());
+    return err("the pipelined configuration needs " + ws.str() +
+               ", the device group has " + hs.str());
+  }
+  if (!group.allLocal())
+    return err("pipelined training runs every rank in one process (run "
+               "`strata train` without `strata launch`)");
+  if (config.distributedOptimizer)
+    return err("the distributed optimizer is not supported with pipelining "
+               "yet (drop --distributed-optimizer, or --pp and --recompute)");
+  for (size_t l = 0; l < group.numLocal(); ++l)
+    if (!group.device(l).isHostMemory())
+      return err("the pipeline trainer keeps its state in host memory; "
+                 "device " +
+                 group.device(l).name() + " is not supported yet");
+  auto compiled =
+      compilePipeline(forward, pipelineCompileOptions(config, options));
+  if (!compiled)
+    return compiled.takeError();
+  std::unique_ptr<PipelineTrainer> t(new PipelineTrainer(group));
+  t->opts_ = options;
+  t->config_ = config;
+  t->forward_ = forward;
+  t->evalForward_ = evalForward;
+  t->plan_ = std::make_unique<CompiledPipeline>(std::move(*compiled));
+  if (auto e = t->bind())
+    return e;
+  return t;
+}
+
+llvm::Error PipelineTrainer::bind() {
+  const PipelinePlan &pp = plan_->pipeline;
+  for (const MeshAxis &a : group_.mesh().axes)
+    if (a.name != "pp")
+      stageMesh_.axes.push_back(a);
+  int64_t perStage = stageMesh_.numDevices();
+  for (ValueId v : forward_.params())
+    names_.push_back(forward_.value(v).name);
+  for (const TiedParam &t : pp.tied)
+    owner_[t.name] = t.ranks[0];
+
+  ranks_.clear();
+  for (size_t l = 0; l < group_.numLocal(); ++l) {
+    auto r = std::make_unique<RankState>();
+    int64_t rank = group_.globalRank(l);
+    r->pipeRank = rank / perStage;
+    r->stageRank = rank % perStage;
+    for (int64_t c = 0; c < pp.schedule.spec.virtualStages; ++c)
+      r->stages.push_back(pp.schedule.stageOf(r->pipeRank, c));
+    Device &dev = group_.device(l);
+    auto mk = [&](const Graph &g) -> llvm::Expected<std::unique_ptr<Interpreter>> {
+      auto i = Interpreter::create(g, dev);
+      if (!i)
+        return err("@" + g.name + ": " + llvm::toString(i.takeError()));
+      return i;
+    };
+    for (int64_t s : r->stages) {
+      const PipelineStage &st = pp.stages[s];
+      for (const Graph *g : {&st.forward, &st.backward}) {
+        auto i = mk(*g);
+        if (!i)
+          return i.takeError();
+        (g == &st.forward ? r->fwd : r->bwd).push_back(std::move(*i));
+        // Held parameters: every parameter input of the rank's programs.
+        for (ValueId in : g->inputs()) {
+          const Value &val = g->value(in);
+          if (!val.isParam())
+            continue;
+          paramSharding_[val.name] = shardingOf(*g, in);
+          if (!r->p.count(val.name)) {
+            r->p[val.name] = HostTensor(val.type);
+            r->grads[val.name] = HostTensor(val.type);
+          }
+          if (!owner_.count(val.name))
+            owner_[val.name] = r->pipeRank;
+        }
+      }
+      r->stash.emplace_back();
+    }
+    const Graph &opt = pp.optimizers[r->pipeRank];
+    auto oi = mk(opt);
+    if (!oi)
+      return oi.takeError();
+    r->opt = std::move(*oi);
+    for (ValueId in : opt.inputs()) {
+      llvm::StringRef name = opt.value(in).name;
+      bool isM = name.consume_front("adam_m.");
+      if (!isM && !name.consume_front("adam_v."))
+        continue;
+      (isM ? r->m : r->v)[name] = HostTensor(opt.type(in));
+      momentSharding_[name] = shardingOf(opt, in);
+    }
+    ranks_.push_back(std::move(r));
+  }
+  for (const std::string &n : names_)
+    if (!paramSharding_.count(n) || !momentSharding_.count(n))
+      return err("parameter %" + n +
+                 " is read by no stage program or updated by no optimizer "
+                 "program of the pipeline plan");
+  return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::bindEval() {
+  if (eval_)
+    return llvm::Error::success();
+  // The same cut on the model without dropout; only F programs run.
+  ParallelConfig c = config_;
+  c.recompute = RecomputeMode::None;
+  c.memoryBudget = -1;
+  c.layersPerStage.clear();
+  for (const PipelineStage &s : plan_->pipeline.stages)
+    c.layersPerStage.push_back(s.numLayers);
+  TrainOptions t = opts_;
+  t.gradAccum = plan_->pipeline.schedule.microbatches;
+  auto compiled =
+      compilePipeline(evalForward_, pipelineCompileOptions(c, t));
+  if (!compiled)
+    return compiled.takeError();
+  auto e = std::make_unique<CompiledPipeline>(std::move(*compiled));
+  for (size_t l = 0; l < ranks_.size(); ++l) {
+    RankState &r = *ranks_[l];
+    r.evalFwd.clear();
+    for (int64_t s : r.stages) {
+      auto i = Interpreter::create(e->pipeline.stages[s].forward,
+                                   group_.device(l));
+      if (!i)
+        return i.takeError();
+      r.evalFwd.push_back(std::move(*i));
+    }
+  }
+  eval_ = std::move(e);
+  return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::initParams() {
+  for (const std::string &name : names_) {
+    auto full = initParam(forward_, forward_.lookup(name), opts_.seed);
+    if (!full)
+      return full.takeError();
+    for (auto &r : ranks_) {
+      if (r->p.count(name)) {
+        auto block =
+            shardOf(*full, paramSharding_[name], stageMesh_, r->stageRank);
+        if (!block)
+          return block.takeError();
+        r->p[name] = std::move(*block);
+      }
+      for (auto *state : {&r->m, &r->v})
+        if (auto it = state->find(name); it != state->end())
+          std::memset(it->second.raw(), 0, it->second.bytes());
+    }
+  }
+  step_ = 0;
+  return llvm::Error::success();
+}
+
+llvm::Error
+PipelineTrainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
+                                llvm::ArrayRef<HostTensor> labels) {
+  const Graph &micro = plan_->micro;
+  Sharding ts = shardingOf(micro, micro.lookup("tokens")),
+           ls = shardingOf(micro, micro.lookup("labels"));
+  for (auto &r : ranks_) {
+    r->tokens.clear();
+    r->labels.clear();
+    for (size_t k = 0; k < tokens.size(); ++k) {
+      auto a = shardOf(tokens[k], ts, stageMesh_, r->stageRank);
+      if (!a)
+        return a.takeError();
+      auto b = shardOf(labels[k], ls, stageMesh_, r->stageRank);
+      if (!b)
+        return b.takeError();
+      r->tokens.push_back(std::move(*a));
+      r->labels.push_back(std::move(*b));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
+                                      const Instr &in, uint64_t counterBase,
+                                      StepStats *stats, bool eval) {
+  const PipelinePlan &pp = plan_->pipeline;
+  LaunchContext base;
+  base.seed = opts_.seed;
+  std::vector<const void *> ins;
+  std::vector<void *> outs;
+
+  if (in.kind == Instr::Optimizer) {
+    const Graph &g = pp.optimizers[r.pipeRank];
+    HostTensor lr = HostTensor::scalar(stats->lr),
+               t = HostTensor::scalar(double(step_ + 1));
+    for (ValueId v : g.inputs()) {
+      llvm::StringRef name = g.value(v).name;
+      llvm::StringMap<HostTensor> *state = &r.p;
+      if (name == "lr" || name == "step") {
+        ins.push_back(name == "lr" ? lr.raw() : t.raw());
+        continue;
+      }
+      if (name.consume_front("grad."))
+        state = &r.grads;
+      else if (name.consume_front("adam_m."))
+        state = &r.m;
+      else if (name.consume_front("adam_v."))
+        state = &r.v;
+      auto it = state->find(name);
+      if (it == state->end())
+        return err("@" + g.name + ": no state for input %" + g.value(v).name);
+      ins.push_back(it->second.raw());
+    }
+    if (auto e = r.opt->run(ins, outs, group_.context(local, base)))
+      return e;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      llvm::StringRef name = g.value(g.outputs()[o]).name;
+      if (name == "grad_norm") {
+        r.gradNorm = *static_cast<const float *>(outs[o]);
+        continue;
+      }
+      if (!name.consume_front("new."))
+        return err("@" + g.name + " has an unexpected output %" + name);
+      llvm::StringMap<HostTensor> *state = &r.p;
+      if (name.consume_front("adam_m."))
+        state = &r.m;
+      else if (name.consume_front("adam_v."))
+        state = &r.v;
+      auto it = state->find(name);
+      if (it == state->end())
+        return err("@" + g.name + " updates %" + name +
+                   ", which this rank does not hold");
+      std::memcpy(it->second.raw(), outs[o], it->second.bytes());
+    }
+    return llvm::Error::success();
+  }
+
+  const PipelineStage &st = pp.stages[r.stages[in.chunk]];
+  bool forward = in.kind == Instr::Forward;
+  const Graph &g =
+      eval ? eval_->pipeline.stages[st.index].forward
+           : (forward ? st.forward : st.backward);
+  Interpreter &interp = eval ? *r.evalFwd[in.chunk]
+                             : *(forward ? r.fwd : r.bwd)[in.chunk];
+  std::vector<HostTensor> &stash = r.stash[in.chunk][in.microbatch];
+  for (ValueId v : g.inputs()) {
+    const Value &val = g.value(v);
+    if (val.name == "tokens" || val.name == "labels") {
+      ins.push_back((val.name == "tokens" ? r.tokens : r.labels)[in.microbatch]
+                        .raw());
+      continue;
+    }
+    if (auto it = r.p.find(val.name); it != r.p.end()) {
+      ins.push_back(it->second.raw());
+      continue;
+    }
+    auto s = llvm::find(st.stash, val.name);
+    if (forward || s == st.stash.end())
+      return err("@" + g.name + ": no data for input %" + val.name);
+    ins.push_back(stash[s - st.stash.begin()].raw());
+  }
+  base.step = counterBase + uint64_t(in.microbatch);
+  base.microbatch = uint64_t(in.microbatch);
+  if (auto e = interp.run(ins, outs, group_.context(local, base)))
+    return e;
+  if (forward) {
+    size_t first = st.head ? 1 : 0;
+    if (st.head)
+      r.loss += double(*static_cast<const float *>(outs[0]));
+    if (!eval)
+      for (size_t o = first; o < outs.size(); ++o)
+        stash.push_back(copyOf(g.type(g.outputs()[o]), outs[o]));
+    return llvm::Error::success();
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    llvm::StringRef name = g.value(g.outputs()[o]).name;
+    auto it = name.consume_front("grad.") ? r.grads.find(name) : r.grads.end();
+    if (it == r.grads.end())
+      return err("@" + g.name + " output %" + g.value(g.outputs()[o]).name +
+                 " is not the gradient of a held parameter");
+    addInto(it->second, outs[o]);
+  }
+  stash.clear();
+  return llvm::Error::success();
+}
+
+llvm::Error
+PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
+                            uint64_t counterBase, StepStats *stats, bool eval) {
+  int64_t M = plan_->pipeline.schedule.microbatches;
+  for (auto &r : ranks_) {
+    r->loss = 0;
+    for (auto &s : r->stash)
+      s.assign(M, {});
+  }
+  return group_.forEachRank([&](size_t l) -> llvm::Error {
+    RankState &r = *ranks_[l];
+    for (const Instr &in : streams[r.pipeRank])
+      if (auto e = runInstr(r, l, in, counterBase, stats, eval))
+        return err("pipeline rank " + llvm::Twine(r.pipeRank) + ", " +
+                   in.str() + ": " + llvm::toString(std::move(e)));
+    // Eager sends have reached their peers before the next run reuses a
+    // message slot.
+    auto c = group_.comms(l).group({"pp"});
+    if (!c)
+      return c.takeError();
+    return (*c)->waitSends();
+  });
+}
+
+std::vector<std::vector<Instr>>
+PipelineTrainer::singleMicrobatch(bool forwardOnly) const {
+  const Schedule &s = plan_->pipeline.schedule;
+  std::vector<std::vector<Instr>> streams(s.pp);
+  for (auto &st : streams) {
+    for (int32_t c = 0; c < s.spec.virtualStages; ++c)
+      st.push_back({Instr::Forward, 0, c});
+    if (!forwardOnly)
+      for (int32_t c = int32_t(s.spec.virtualStages); c-- > 0;)
+        st.push_back({Instr::Backward, 0, c});
+  }
+  return streams;
+}
+
+llvm::Expected<HostTensor> PipelineTrainer::gatherFromRank(
+    int64_t pipeRank, const Sharding &s,
+    llvm::function_ref<const HostTensor &(RankState &)> block) {
+  std::vector<HostTensor> blocks(stageMesh_.numDevices());
+  for (auto &r : ranks_)
+    if (r->pipeRank == pipeRank)
+      blocks[r->stageRank] = block(*r);
+  return gatherFull(blocks, s, stageMesh_);
+}
+
+llvm::Expected<double> PipelineTrainer::headLoss(double divisor) {
+  const PipelineStage &head = plan_->pipeline.stages.back();
+  Sharding s = shardingOf(head.forward, head.forward.outputs()[0]);
+  std::vector<HostTensor> blocks(stageMesh_.numDevices());
+  for (auto &r : ranks_)
+    if (r->pipeRank == head.rank)
+      blocks[r->stageRank] = HostTensor::scalar(r->loss / divisor, DType::F64);
+  auto value = gatherFull(blocks, s, stageMesh_);
+  if (!value)
+    return value.takeError();
+  return value->get(0);
+}
+
+llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
+  const Schedule &s = plan_->pipeline.schedule;
+  int64_t M = s.microbatches;
+  ValueId tv = forward_.lookup("tokens");
+  if (tv == kNoValue)
+    return err("the model takes no %tokens");
+  std::vector<HostTensor> tokens, labels;
+  for (int64_t k = 0; k < M; ++k) {
+    tokens.emplace_back(forward_.type(tv));
+    labels.emplace_back(forward_.type(tv));
+    batch(k, tokens.back().data<int32_t>(), labels.back().data<int32_t>());
+  }
+  if (auto e = scatterBatches(tokens, labels))
+    return e;
+  for (auto &r : ranks_)
+    for (auto &g : r->grads)
+      std::memset(g.second.raw(), 0, g.second.bytes());
+  StepStats stats;
+  stats.lr = opts_.schedule.at(step_);
+  // The optimizer runs on the gradients averaged over the microbatches, as
+  // the serial Trainer's accumulation does: run the streams without their
+  // optimizer, scale, then the optimizer programs.
+  std::vector<std::vector<Instr>> streams = s.ranks, opt(s.pp);
+  for (int64_t r = 0; r < s.pp; ++r) {
+    if (streams[r].empty() || streams[r].back().kind != Instr::Optimizer)
+      return err("the schedule of pipeline rank " + llvm::Twine(r) +
+                 " does not end with the optimizer");
+    opt[r].push_back(streams[r].back());
+    streams[r].pop_back();
+  }
+  if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false))
+    return e;
+  auto loss = headLoss(double(M));
+  if (!loss)
+    return loss.takeError();
+  stats.loss = *loss;
+  if (M > 1) {
+    float scale = 1.0f / float(M);
+    for (auto &r : ranks_)
+      for (auto &g : r->grads)
+        for (int64_t j = 0, n = g.second.numElements(); j < n; ++j)
+          g.second.data<float>()[j] *= scale;
+  }
+  if (auto e = runStreams(opt, 0, &stats, false))
+    return e;
+  stats.gradNorm = ranks_.front()->gradNorm;
+  ++step_;
+  return stats;
+}
+
+llvm::Expected<double> PipelineTrainer::evalLoss(const int32_t *tokens,
+                                                 const int32_t *labels) {
+  if (auto e = bindEval())
+    return e;
+  ValueId tv = forward_.lookup("tokens");
+  HostTensor tk(forward_.type(tv)), lb(forward_.type(tv));
+  std::memcpy(tk.raw(), tokens, tk.bytes());
+  std::memcpy(lb.raw(), labels, lb.bytes());
+  if (auto e = scatterBatches({tk}, {lb}))
+    return e;
+  if (auto e = runStreams(singleMicrobatch(true), 0, nullptr, true))
+    return e;
+  return headLoss(1.0);
+}
+
+llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
+PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
+  ValueId tv = forward_.lookup("tokens");
+  HostTensor tk(forward_.type(tv)), lb(forward_.type(tv));
+  std::memcpy(tk.raw(), tokens, tk.bytes());
+  std::memcpy(lb.raw(), labels, lb.bytes());
+  if (auto e = scatterBatches({tk}, {lb}))
+    return e;
+  for (auto &r : ranks_)
+    for (auto &g : r->grads)
+      std::memset(g.second.raw(), 0, g.second.bytes());
+  if (auto e = runStreams(singleMicrobatch(false), uint64_t(step_), nullptr,
+                          false))
+    return e;
+  std::vector<std::pair<std::string, HostTensor>> result;
+  auto loss = headLoss(1.0);
+  if (!loss)
+    return loss.takeError();
+  result.emplace_back("loss", HostTensor::scalar(*loss));
+  // A gradient is partial over dp within a pipeline rank and, for a tied
+  // parameter, a sum over the ranks that hold it (in rank order, as the
+  // owner's optimizer adds them).
+  const Graph &micro = plan_->micro;
+  for (const std::string &name : names_) {
+    Sharding s = shardingOf(micro, micro.lookup("grad." + name));
+    HostTensor sum;
+    bool have = false;
+    for (int64_t pr = 0; pr < plan_->pipeline.pp; ++pr) {
+      bool holds = false;
+      for (auto &r : ranks_)
+        holds |= r->pipeRank == pr && r->grads.count(name);
+      if (!holds)
+        continue;
+      auto g = gatherFromRank(pr, s, [&](RankState &r) -> const HostTensor & {
+        return r.grads[name];
+      });
+      if (!g)
+        return g.takeError();
+      if (have)
+        addInto(sum, g->raw());
+      else
+        sum = std::move(*g);
+      have = true;
+    }
+    result.emplace_back("grad." + name, std::move(sum));
+  }
+  return result;
+}
+
+llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
+PipelineTrainer::gatherState() {
+  std::vector<std::pair<std::string, HostTensor>> state;
+  auto gather = [&](const std::string &key, llvm::StringRef name,
+                    const Sharding &s,
+                    llvm::StringMap<HostTensor> RankState::*field)
+      -> llvm::Error {
+    auto full = gatherFromRank(owner_[name], s,
+                               [&](RankState &r) -> const HostTensor & {
+                                 return (r.*field)[name];
+                               });
+    if (!full)
+      return full.takeError();
+    state.emplace_back(key, std::move(*full));
+    return llvm::Error::success();
+  };
+  for (const std::string &n : names_)
+    if (auto e = gather(n, n, paramSharding_[n], &RankState::p))
+      return e;
+  for (const std::string &n : names_) {
+    if (auto e = gather("adam_m." + n, n, momentSharding_[n], &RankState::m))
+      return e;
+    if (auto e = gather("adam_v." + n, n, momentSharding_[n], &RankState::v))
+      return e;
+  }
+  return state;
+}
+
+llvm::Error PipelineTrainer::scatterState(
+    llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
+  auto scatter = [&](const std::string &key, llvm::StringRef name,
+                     const Sharding &s,
+                     llvm::StringMap<HostTensor> RankState::*field)
+      -> llvm::Error {
+    const HostTensor *full = lookup(key);
+    TensorType want = forward_.type(forward_.lookup(name));
+    if (!full || full->type() != want)
+      return err("tensor '" + key + "' is missing or is not " + want.str());
+    for (auto &r : ranks_) {
+      auto it = (r.get()->*field).find(name);
+      if (it == (r.get()->*field).end())
+        continue;
+      auto block = shardOf(*full, s, stageMesh_, r->stageRank);
+      if (!block)
+        return block.takeError();
+      it->second = std::move(*block);
+    }
+    return llvm::Error::success();
+  };
+  for (const std::string &n : names_) {
+    if (auto e = scatter(n, n, paramSharding_[n], &RankState::p))
+      return e;
+    if (auto e = scatter("adam_m." + n, n, momentSharding_[n], &RankState::m))
+      return e;
+    if (auto e = scatter("adam_v." + n, n, momentSharding_[n], &RankState::v))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace strata

@@ -1,0 +1,134 @@
+//===- PipelineTrainer.h - Training a pipelined plan on CPU devices --------===//
+//
+// The runtime of passes/pipeline's plans (PipelinePlan.h): the compiler
+// (compilePipeline: autodiff, megatron seeds + spmd, recompute, pipeline,
+// memory) cuts the model into P * V stages; the DeviceGroup holds the mesh
+// <pp=P, dp=D, tp=T> (pp the slowest axis, so ranks [r*D*T, (r+1)*D*T) are
+// pipeline rank r). Each device thread runs its rank's instruction stream of
+// the schedule (Schedule.h) in order:
+//
+//   F k.c  the forward program of chunk c on microbatch k: inputs by name
+//          (parameters, the rank's block of the microbatch's tokens and
+//          labels), `recv`s from the previous stage, `send`s (eager) to the
+//          next; its stash outputs are kept for B k.c, the head's loss
+//          summed.
+//   B k.c  the backward program: the stash of (k, c) as inputs (then
+//          freed); its grad.<p> outputs are summed over the microbatches.
+//   OPT    the rank's optimizer program on the gradients averaged over the
+//          microbatches (the serial Trainer's gradient accumulation): the
+//          global norm's all_reduce over pp, the tied parameters' gradient
+//          and update messages, AdamW for the parameters the rank owns.
+//
+// Microbatch k of step s draws dropout counter s * M + k, like the serial
+// Trainer with gradAccum = M, so a pipelined run computes the serial run's
+// losses. Parameters are drawn from the serial initializer on every rank
+// that holds them (counter-based: shards are blocks of the serial tensors;
+// tied copies start equal), and gatherState / scatterState speak the serial
+// names and logical shapes, so checkpoints move between layouts.
+//
+// All ranks live in this process (the trainer reads every rank's state);
+// a failing rank stops its peers within the group's timeout as in
+// DeviceGroup::forEachRank.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/pipeline/ParallelCompile.h"
+#include "runtime/Interpreter.h"
+#include "runtime/parallel/DeviceGroup.h"
+#include "runtime/parallel/ParallelPlan.h"
+#include "runtime/train/Trainer.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+/// The device mesh a pipelined config runs on: <pp=P (when P > 1), dp, tp>.
+Mesh pipelineMesh(const ParallelConfig &config);
+
+/// The compiler's options for a training config: microbatches are
+/// options.gradAccum. Errors (layers < stages, microbatches that do not fit
+/// the schedule, ...) come from here, before anything runs.
+ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &config,
+                                              const TrainOptions &options);
+
+class PipelineTrainer {
+public:
+  /// Compiles the plan and binds its programs to the group, which must hold
+  /// every rank of pipelineMesh(config) and outlive the trainer.
+  static llvm::Expected<std::unique_ptr<PipelineTrainer>>
+  create(const Graph &forward, const Graph &evalForward,
+         const TrainOptions &options, const ParallelConfig &config,
+         DeviceGroup &group);
+  ~PipelineTrainer();
+
+  /// Sets every held parameter block from the serial initializer; zero
+  /// moments.
+  llvm::Error initParams();
+  /// One optimizer step (the schedule's streams on every rank); increments
+  /// step().
+  llvm::Expected<StepStats> step(const BatchFn &batch);
+  /// Loss of the forward programs without dropout on one global batch.
+  llvm::Expected<double> evalLoss(const int32_t *tokens, const int32_t *labels);
+
+  int64_t step() const { return step_; }
+  void setStep(int64_t s) { step_ = s; }
+  const CompiledPipeline &compiled() const { return *plan_; }
+
+  /// `<p>`, `adam_m.<p>`, `adam_v.<p>` (parameter order) as logical tensors,
+  /// read from the rank that owns each parameter's update.
+  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>> gatherState();
+  /// Sets the state from logical tensors by those names: every rank that
+  /// holds a parameter takes its block; a missing or misshapen tensor is an
+  /// error naming it.
+  llvm::Error
+  scatterState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup);
+
+  /// One microbatch through every stage (F, then B): the loss and the
+  /// logical gradients `grad.<p>` (summed over dp and over the ranks that
+  /// hold a tied parameter), for verification.
+  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
+  lossAndGrads(const int32_t *tokens, const int32_t *labels);
+
+private:
+  struct RankState;
+  PipelineTrainer(DeviceGroup &g);
+  llvm::Error bind();
+  llvm::Error bindEval();
+  /// Every rank's blocks of the global microbatches (tokens, labels).
+  llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,
+                             llvm::ArrayRef<HostTensor> labels);
+  /// Runs `streams[pipeline rank]` on every rank; dropout counter
+  /// counterBase + microbatch. With `eval`, the eval programs' F.
+  llvm::Error runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
+                         uint64_t counterBase, StepStats *stats, bool eval);
+  llvm::Error runInstr(RankState &r, size_t local, const Instr &in,
+                       uint64_t counterBase, StepStats *stats, bool eval);
+  /// One microbatch's F of every chunk, then (unless `forwardOnly`) B in
+  /// reverse: a deadlock-free order for a single microbatch.
+  std::vector<std::vector<Instr>> singleMicrobatch(bool forwardOnly) const;
+  /// The logical value of the head's summed loss over the microbatches.
+  llvm::Expected<double> headLoss(double divisor);
+  /// The logical tensor from the blocks of pipeline rank `pipeRank`.
+  llvm::Expected<HostTensor>
+  gatherFromRank(int64_t pipeRank, const Sharding &s,
+                 llvm::function_ref<const HostTensor &(RankState &)> block);
+
+  DeviceGroup &group_;
+  TrainOptions opts_;
+  ParallelConfig config_;
+  Graph forward_, evalForward_; // logical
+  std::unique_ptr<CompiledPipeline> plan_, eval_;
+  Mesh stageMesh_; // the mesh without pp: one pipeline rank's devices
+  std::vector<std::string> names_; // parameters, in order
+  llvm::StringMap<Sharding> paramSharding_, momentSharding_;
+  llvm::StringMap<int64_t> owner_; // pipeline rank that updates a parameter
+  std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
+  int64_t step_ = 0;
+};
+
+} // namespace strata
