@@ -26,18 +26,26 @@ Interpreter::~Interpreter() {
 }
 
 void Interpreter::planArena() {
-  // Live interval [def node, last use node] of every node result; outputs live
-  // to the end. Intervals are inclusive, so a result never shares memory with
-  // an operand of its own node.
+  // A reshape's result is its operand's bytes: it aliases the operand's
+  // storage (root_) and is never launched. Values are written once, by their
+  // node, so sharing storage between a value and its reshapes is safe.
+  root_.resize(g_.numValues());
+  for (ValueId v = 0; v < ValueId(g_.numValues()); ++v) root_[v] = v;
+  for (const Node &n : g_.nodes())
+    if (n.op == OpKind::Reshape) root_[n.results[0]] = root_[n.operands[0]];
+  // Live interval [def node, last use node] of every stored value, over the
+  // uses of all its aliases; outputs live to the end. Intervals are
+  // inclusive, so a result never shares memory with an operand of its node.
   const int64_t end = static_cast<int64_t>(g_.nodes().size());
   struct Interval { ValueId v; int64_t first, last, bytes; };
   std::vector<int64_t> last(g_.numValues(), -1);
   for (int64_t n = 0; n < end; ++n)
-    for (ValueId v : g_.node(n).operands) last[v] = n;
-  for (ValueId v : g_.outputs()) last[v] = end;
+    for (ValueId v : g_.node(n).operands) last[root_[v]] = n;
+  for (ValueId v : g_.outputs()) last[root_[v]] = end;
   std::vector<Interval> intervals;
   for (int64_t n = 0; n < end; ++n)
     for (ValueId v : g_.node(n).results) {
+      if (root_[v] != v) continue;
       int64_t bytes = (g_.type(v).bytes() + 63) / 64 * 64;
       intervals.push_back({v, n, std::max(last[v], n), bytes});
     }
@@ -77,9 +85,11 @@ llvm::Error Interpreter::run(llvm::ArrayRef<const void *> inputs,
     ptr[g_.inputs()[i]] = const_cast<void *>(inputs[i]);
   for (size_t v = 0; v < ptr.size(); ++v)
     if (offset_[v] >= 0) ptr[v] = static_cast<char *>(arena_) + offset_[v];
+  for (size_t v = 0; v < ptr.size(); ++v) ptr[v] = ptr[root_[v]];
   llvm::SmallVector<const void *, 8> ops;
   llvm::SmallVector<void *, 4> res;
   for (const Node &n : g_.nodes()) {
+    if (n.op == OpKind::Reshape) continue;  // aliases its operand
     ops.clear();
     res.clear();
     for (ValueId v : n.operands) ops.push_back(ptr[v]);

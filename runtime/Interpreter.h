@@ -3,6 +3,7 @@
 // An Interpreter binds a graph to a device: it checks the device supports every
 // node, plans one arena for all intermediate values (liveness intervals packed
 // first-fit, largest first), and then runs the graph any number of times.
+// Reshapes are views: their results alias their operands' storage.
 // Graph inputs are caller-owned device buffers; outputs are returned as device
 // pointers valid until the next run (an output that is a graph input points at
 // that input).
@@ -50,6 +51,7 @@ private:
   const Graph &g_;
   Device &dev_;
   std::vector<int64_t> offset_;  // per value: arena offset, -1 if not in arena
+  std::vector<ValueId> root_;    // per value: the value whose storage it uses
   int64_t arenaBytes_ = 0;
   void *arena_ = nullptr;
 };

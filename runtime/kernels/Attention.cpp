@@ -1,30 +1,26 @@
 //===- Attention.cpp - Scaled dot-product attention with GQA/MQA ------------===//
 //
-// A straightforward CPU formulation: per (b, h) task, for each query row,
-// scores over the visible keys, a stable softmax, then the weighted sum of
-// values. Scores and accumulators are double. O(S^2 D) per head with O(S + D)
-// scratch per thread.
+// Per (b, head) task, the whole S x S probability matrix of that head is
+// built in a small scratch buffer (short sequences: S = 64 is 16 KB of
+// floats), with K and V transposed to (D, S) so the score rows are
+// vectorized over keys. Accumulation is in T (float for training, double for
+// the finite-difference references); exp is FastMath's for float. The
+// backward recomputes the probabilities and forms dS = P * (dP - rowsum(P dP))
+// before the three products dQ = dS K, dK = dS^T Q, dV = P^T dO.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/Attention.h"
 
 #include "runtime/kernels/Check.h"
+#include "runtime/kernels/FastMath.h"
 #include "runtime/kernels/Parallel.h"
 
-#include <cmath>
+#include <algorithm>
 #include <limits>
 #include <vector>
 
 namespace strata::kernels {
 namespace {
-
-template <typename T> double dot(const T *a, const T *b, int64_t D) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t d = 0; d < D; ++d)
-    s += double(a[d]) * double(b[d]);
-  return s;
-}
 
 /// Element offset of row (b, s, head) in a [B, S, H, D] tensor.
 struct Layout4 {
@@ -40,33 +36,76 @@ void checkDims(const AttentionDims &d, const char *kernel) {
                 "h / (Hq / Hkv))");
 }
 
-/// p[0..n) = softmax_j(scale * q . k_j) over the visible keys of query i;
-/// returns n, the number of visible keys.
-template <typename T>
-int64_t probs(const T *qi, const T *k, Layout4 kl, int64_t b, int64_t g,
-              int64_t i, bool causal, double scale, double *p) {
-  int64_t n = causal ? i + 1 : kl.S;
-  double m = -std::numeric_limits<double>::infinity();
-  for (int64_t j = 0; j < n; ++j) {
-    p[j] = scale * dot(qi, k + kl.at(b, j, g), kl.D);
-    m = std::max(m, p[j]);
-  }
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    p[j] = std::exp(p[j] - m);
-    sum += p[j];
-  }
-  for (int64_t j = 0; j < n; ++j)
-    p[j] /= sum;
-  return n;
-}
-
 /// (b, head) tasks per parallel chunk: ~S^2 D multiply-adds per task, and a
 /// chunk should carry >= ~64K of them so tiny problems (tests, finite
 /// differences) run inline instead of paying a fork/join per call.
 int64_t taskGrain(const AttentionDims &d) {
   int64_t work = std::max<int64_t>(1, d.S * d.S * std::max<int64_t>(d.D, 1));
   return std::max<int64_t>(1, 65536 / work);
+}
+
+/// Scratch of one task: the head's K (and V) transposed to (D, S), and the
+/// S x S probabilities (and dS).
+template <typename T> struct Head {
+  int64_t S, D;
+  std::vector<T> kt, vt, p, ds;
+  Head(int64_t S, int64_t D) : S(S), D(D), kt(D * S), vt(D * S), p(S * S), ds(S * S) {}
+
+  /// xt[d, j] = x[b, j, g, d].
+  void transpose(const T *x, Layout4 l, int64_t b, int64_t g, std::vector<T> &xt) {
+    for (int64_t j = 0; j < S; ++j) {
+      const T *xj = x + l.at(b, j, g);
+      for (int64_t d = 0; d < D; ++d)
+        xt[d * S + j] = xj[d];
+    }
+  }
+
+  /// row[0..n) = a . xt[:, j] * scale for the n visible keys.
+  void rowTimes(const T *a, const std::vector<T> &xt, int64_t n, T scale, T *row) {
+    std::fill(row, row + n, T(0));
+    for (int64_t d = 0; d < D; ++d) {
+      T ad = a[d] * scale;
+      const T *xd = &xt[d * S];
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j)
+        row[j] += ad * xd[j];
+    }
+  }
+
+  /// p[i, 0..n) = softmax of query i's scores; returns n.
+  int64_t probs(const T *qi, int64_t i, bool causal, T scale) {
+    int64_t n = causal ? i + 1 : S;
+    T *row = &p[i * S];
+    rowTimes(qi, kt, n, scale, row);
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < n; ++j)
+      m = std::max(m, row[j]);
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = kexp(row[j] - m);
+      sum += row[j];
+    }
+    T inv = T(1) / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j)
+      row[j] *= inv;
+    return n;
+  }
+};
+
+/// acc[0..D) = sum_j w[j] x[b, j, g, :] over j < n.
+template <typename T>
+void weightedRows(const T *w, int64_t n, const T *x, Layout4 l, int64_t b,
+                  int64_t g, T *acc) {
+  std::fill(acc, acc + l.D, T(0));
+  for (int64_t j = 0; j < n; ++j) {
+    const T *xj = x + l.at(b, j, g);
+    T wj = w[j];
+#pragma omp simd
+    for (int64_t d = 0; d < l.D; ++d)
+      acc[d] += wj * xj[d];
+  }
 }
 
 } // namespace
@@ -80,22 +119,13 @@ void attentionFwd(const T *q, const T *k, const T *v, T *out,
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   int64_t group = Hq / Hkv;
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    std::vector<double> p(S), acc(D);
+    Head<T> head(S, D);
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
+      head.transpose(k, kl, b, g, head.kt);
       for (int64_t i = 0; i < S; ++i) {
-        int64_t n = probs(q + ql.at(b, i, h), k, kl, b, g, i, causal, scale, p.data());
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          const T *vj = v + kl.at(b, j, g);
-          double pj = p[j];
-#pragma omp simd
-          for (int64_t d = 0; d < D; ++d)
-            acc[d] += pj * vj[d];
-        }
-        T *o = out + ql.at(b, i, h);
-        for (int64_t d = 0; d < D; ++d)
-          o[d] = static_cast<T>(acc[d]);
+        int64_t n = head.probs(q + ql.at(b, i, h), i, causal, T(scale));
+        weightedRows(&head.p[i * S], n, v, kl, b, g, out + ql.at(b, i, h));
       }
     }
   });
@@ -118,36 +148,38 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
     dvParts.resize(B * Hq * S * D);
   }
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    std::vector<double> p(S), dp(S), dqAcc(D), dkAcc(S * D), dvAcc(S * D);
+    Head<T> head(S, D);
+    std::vector<T> dkAcc(S * D), dvAcc(S * D);
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
-      std::fill(dkAcc.begin(), dkAcc.end(), 0.0);
-      std::fill(dvAcc.begin(), dvAcc.end(), 0.0);
+      head.transpose(k, kl, b, g, head.kt);
+      head.transpose(v, kl, b, g, head.vt);
+      std::fill(dkAcc.begin(), dkAcc.end(), T(0));
+      std::fill(dvAcc.begin(), dvAcc.end(), T(0));
       for (int64_t i = 0; i < S; ++i) {
         const T *qi = q + ql.at(b, i, h), *doi = dout + ql.at(b, i, h);
-        int64_t n = probs(qi, k, kl, b, g, i, causal, scale, p.data());
-        // ds_j = p_j (dp_j - sum_l p_l dp_l), dp_j = dout_i . v_j.
-        double pdp = 0;
+        int64_t n = head.probs(qi, i, causal, T(scale));
+        const T *p = &head.p[i * S];
+        // ds_j = scale p_j (dp_j - sum_l p_l dp_l), dp_j = dout_i . v_j.
+        T *ds = &head.ds[i * S];
+        head.rowTimes(doi, head.vt, n, T(1), ds);
+        T pdp = 0;
+#pragma omp simd reduction(+ : pdp)
+        for (int64_t j = 0; j < n; ++j)
+          pdp += p[j] * ds[j];
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+          ds[j] = T(scale) * p[j] * (ds[j] - pdp);
+        weightedRows(ds, n, k, kl, b, g, dq + ql.at(b, i, h));
         for (int64_t j = 0; j < n; ++j) {
-          dp[j] = dot(doi, v + kl.at(b, j, g), D);
-          pdp += p[j] * dp[j];
-        }
-        std::fill(dqAcc.begin(), dqAcc.end(), 0.0);
-        for (int64_t j = 0; j < n; ++j) {
-          double ds = scale * p[j] * (dp[j] - pdp);
-          double pj = p[j];
-          const T *kj = k + kl.at(b, j, g);
-          double *dkj = &dkAcc[j * D], *dvj = &dvAcc[j * D];
+          T dsj = ds[j], pj = p[j];
+          T *dkj = &dkAcc[j * D], *dvj = &dvAcc[j * D];
 #pragma omp simd
           for (int64_t d = 0; d < D; ++d) {
-            dqAcc[d] += ds * kj[d];
-            dkj[d] += ds * qi[d];
+            dkj[d] += dsj * qi[d];
             dvj[d] += pj * doi[d];
           }
         }
-        T *dqi = dq + ql.at(b, i, h);
-        for (int64_t d = 0; d < D; ++d)
-          dqi[d] = static_cast<T>(dqAcc[d]);
       }
       for (int64_t j = 0; j < S; ++j) {
         T *dkj, *dvj;
@@ -158,10 +190,8 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
           dkj = dk + kl.at(b, j, g);
           dvj = dv + kl.at(b, j, g);
         }
-        for (int64_t d = 0; d < D; ++d) {
-          dkj[d] = static_cast<T>(dkAcc[j * D + d]);
-          dvj[d] = static_cast<T>(dvAcc[j * D + d]);
-        }
+        std::copy_n(&dkAcc[j * D], D, dkj);
+        std::copy_n(&dvAcc[j * D], D, dvj);
       }
     }
   });
@@ -173,13 +203,13 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
       for (int64_t j = 0; j < S; ++j) {
         T *dkj = dk + kl.at(b, j, g), *dvj = dv + kl.at(b, j, g);
         for (int64_t d = 0; d < D; ++d) {
-          double sk = 0, sv = 0;
+          T sk = 0, sv = 0;
           for (int64_t h = g * group; h < (g + 1) * group; ++h) {
             sk += dkParts[((b * Hq + h) * S + j) * D + d];
             sv += dvParts[((b * Hq + h) * S + j) * D + d];
           }
-          dkj[d] = static_cast<T>(sk);
-          dvj[d] = static_cast<T>(sv);
+          dkj[d] = sk;
+          dvj[d] = sv;
         }
       }
     }

@@ -2,6 +2,7 @@
 #include "runtime/kernels/MatMul.h"
 
 #include "runtime/kernels/Check.h"
+#include "runtime/kernels/Parallel.h"
 
 #include <algorithm>
 #include <cblas.h>
@@ -20,6 +21,37 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
           double beta, double *c, int ldc) {
   cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
+}
+
+/// One GEMM whose output is cut across parallelFor's threads, each tile a
+/// single-threaded BLAS call (OpenBLAS's own threads are off; Parallel.h).
+/// Cutting rows or columns of C never splits a dot product, so every element
+/// is the same sum in the same order whatever the thread count.
+template <typename T>
+void gemmTiled(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
+               int64_t k, double alpha, const T *a, int lda, const T *b,
+               int ldb, double beta, T *c, int ldc) {
+  // A tile should carry >= ~2 MFLOP (tens of microseconds), well above a
+  // fork/join; tiles are multiples of 32 rows/columns (whole BLAS panels).
+  constexpr int64_t kTileFlops = int64_t(1) << 21, kAlign = 32;
+  bool byRows = m >= n;
+  int64_t extent = byRows ? m : n, other = byRows ? n : m;
+  int64_t perUnit = std::max<int64_t>(1, 2 * other * k * kAlign);
+  int64_t grainUnits = std::max<int64_t>(1, kTileFlops / perUnit);
+  int64_t units = (extent + kAlign - 1) / kAlign;
+  parallelFor(0, units, grainUnits, [&](int64_t lo, int64_t hi) {
+    int64_t i0 = lo * kAlign, i1 = std::min(extent, hi * kAlign);
+    int64_t len = i1 - i0;
+    if (byRows) {
+      const T *ai = ta == CblasTrans ? a + i0 : a + i0 * lda;
+      gemm(ta, tb, int(len), int(n), int(k), alpha, ai, lda, b, ldb, beta,
+           c + i0 * ldc, ldc);
+    } else {
+      const T *bj = tb == CblasTrans ? b + i0 * ldb : b + i0;
+      gemm(ta, tb, int(m), int(len), int(k), alpha, a, lda, bj, ldb, beta,
+           c + i0, ldc);
+    }
+  });
 }
 
 } // namespace
@@ -52,14 +84,23 @@ void matmul(const T *A, const T *B, T *C, const GemmArgs &g) {
   bool foldBatch = g.batch > 1 && sB == 0 && !g.transA && sA == g.M * g.K &&
                    sC == g.M * g.N && g.batch * g.M <= INT32_MAX;
   if (foldBatch) {
-    gemm(ta, tb, static_cast<int>(g.batch * g.M), static_cast<int>(g.N),
-         static_cast<int>(g.K), g.alpha, A, lda, B, ldb, g.beta, C, ldc);
+    gemmTiled(ta, tb, g.batch * g.M, g.N, g.K, g.alpha, A, lda, B, ldb, g.beta,
+              C, ldc);
     return;
   }
-  for (int64_t b = 0; b < g.batch; ++b)
-    gemm(ta, tb, static_cast<int>(g.M), static_cast<int>(g.N),
-         static_cast<int>(g.K), g.alpha, A + b * sA, lda, B + b * sB, ldb,
-         g.beta, C + b * sC, ldc);
+  if (g.batch == 1) {
+    gemmTiled(ta, tb, g.M, g.N, g.K, g.alpha, A, lda, B, ldb, g.beta, C, ldc);
+    return;
+  }
+  // Many small GEMMs (attention's per-head products): whole GEMMs per thread.
+  int64_t flops = std::max<int64_t>(1, 2 * g.M * g.N * g.K);
+  parallelFor(0, g.batch, std::max<int64_t>(1, (int64_t(1) << 21) / flops),
+              [&](int64_t lo, int64_t hi) {
+                for (int64_t b = lo; b < hi; ++b)
+                  gemm(ta, tb, static_cast<int>(g.M), static_cast<int>(g.N),
+                       static_cast<int>(g.K), g.alpha, A + b * sA, lda,
+                       B + b * sB, ldb, g.beta, C + b * sC, ldc);
+              });
 }
 
 template void matmul<float>(const float *, const float *, float *,

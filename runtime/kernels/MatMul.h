@@ -28,7 +28,8 @@ struct GemmArgs {
 
 /// Batched GEMM via cblas_sgemm / cblas_dgemm. When B is shared, A is not
 /// transposed and A and C are dense, the batch is folded into M and one GEMM
-/// runs; otherwise one GEMM per batch entry (each multi-threaded by OpenBLAS).
+/// runs; otherwise one GEMM per batch entry. A single GEMM is cut into row or
+/// column tiles across parallelFor's threads; a batch is split by entries.
 template <typename T>
 void matmul(const T *A, const T *B, T *C, const GemmArgs &args);
 

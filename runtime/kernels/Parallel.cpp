@@ -23,20 +23,20 @@ int defaultNumThreads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void setBlasThreads(int n) {
+// OpenBLAS runs single-threaded: matmul() cuts GEMMs into tiles across
+// parallelFor's threads itself. OpenBLAS's own pthreads pool busy-waits with
+// sched_yield between calls and fought the OpenMP workers for the cores
+// (gpt_tiny, 2 threads: ~30% of all cycles in sched_yield).
+void singleThreadedBlas() {
 #ifdef OPENBLAS_VERSION
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
 #endif
 }
 
 std::atomic<int> &numThreadsSlot() {
   static std::atomic<int> slot{[] {
-    int n = defaultNumThreads();
-    // An explicit STRATA_NUM_THREADS bounds OpenBLAS too; otherwise OpenBLAS
-    // keeps its own default (OPENBLAS_NUM_THREADS or all cores).
-    if (std::getenv("STRATA_NUM_THREADS"))
-      setBlasThreads(n);
-    return n;
+    singleThreadedBlas();
+    return defaultNumThreads();
   }()};
   return slot;
 }
@@ -46,7 +46,6 @@ std::atomic<int> &numThreadsSlot() {
 void setNumThreads(int n) {
   n = std::max(n, 1);
   numThreadsSlot().store(n, std::memory_order_relaxed);
-  setBlasThreads(n);
 }
 
 int getNumThreads() { return numThreadsSlot().load(std::memory_order_relaxed); }

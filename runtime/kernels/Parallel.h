@@ -2,7 +2,8 @@
 //
 // Every multi-threaded kernel in strata::kernels goes through parallelFor, so
 // one global knob (setNumThreads / env STRATA_NUM_THREADS) bounds the CPU
-// parallelism of the whole library, OpenBLAS included.
+// parallelism of the whole library, GEMMs included (OpenBLAS itself runs
+// single-threaded; matmul() splits GEMMs into tiles through parallelFor).
 //
 // Implementation choice: OpenMP (see Parallel.cpp). It keeps a persistent
 // thread team, so a parallelFor costs a fork/join of a few microseconds rather
@@ -19,8 +20,8 @@
 
 namespace strata::kernels {
 
-/// Sets the number of threads kernels may use (clamped to >= 1). Also sets
-/// OpenBLAS's thread count so GEMMs obey the same knob. A process that runs
+/// Sets the number of threads kernels may use (clamped to >= 1), GEMMs
+/// included. A process that runs
 /// several ranks as threads, each calling kernels, should give each a share
 /// (cores / ranks): every calling thread gets its own team of this size.
 void setNumThreads(int n);
