@@ -3,8 +3,8 @@
 // Runs the strata binary: the launcher's environment and output prefixes, a
 // failing rank stopping the job quickly with its exit code, a 2-process
 // training job on loopback giving bitwise the losses of the same layout run
-// in one process (both reduce in rank order; see runtime/comm), and the
-// verify verb's report and exit codes.
+// in one process (both reduce in rank order; see runtime/comm), the verify
+// verb's report and exit codes, and pipelined verify and train.
 //
 //===----------------------------------------------------------------------===//
 #include "llvm/ADT/SmallString.h"
@@ -185,7 +185,7 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
       std::string::npos)
       << bad.err;
 
-  // A plan brings its layout; a pipelined one is refused.
+  // A plan brings its layout, a pipelined one included.
   std::string plan = dir_ + "/gpt.plan";
   ASSERT_EQ(strata({"compile", dir_ + "/gpt.textproto", "--tp", "2", "--dp",
                     "2", "-o", plan})
@@ -200,10 +200,12 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
       strata({"compile", dir_ + "/gpt.textproto", "--pp", "2", "-o", plan})
           .code,
       0);
-  Result piped = strata({"verify", plan});
-  EXPECT_EQ(piped.code, 1);
-  EXPECT_NE(piped.err.find("the plan is pipelined (pp=2)"), std::string::npos)
-      << piped.err;
+  Result piped = strata({"verify", plan, "--steps", "1"});
+  EXPECT_EQ(piped.code, 0) << piped.err;
+  EXPECT_NE(piped.out.find("vs tp=1 dp=1 pp=2 1f1b microbatches=1 "
+                           "recompute=none (2 CPU devices)"),
+            std::string::npos)
+      << piped.out;
 
   // A tolerance below f32 rounding makes the first differing tensor fail.
   Result strict = strata(
@@ -212,6 +214,77 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
   EXPECT_NE(strict.err.find("diverges: relative difference"), std::string::npos)
       << strict.err;
   EXPECT_NE(strict.out.find("DIVERGES"), std::string::npos) << strict.out;
+}
+
+// `strata verify` and `strata train` of pipelined layouts: verify reports
+// every tensor within tolerance, training on 8 devices gives the serial
+// run's losses (gradient accumulation over the same microbatches), and a
+// configuration that does not fit fails before any file is written.
+TEST_F(LaunchTest, PipelinedVerifyAndTrainMatchSerial) {
+  std::ofstream d(dir_ + "/text.txt");
+  for (int i = 0; i < 300; ++i)
+    d << "to be or not to be, that is the question " << i << "\n";
+  d.close();
+  std::ofstream s(dir_ + "/gpt.textproto");
+  s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
+training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 }
+)";
+  s.close();
+  std::string spec = dir_ + "/gpt.textproto";
+  Result v = strata({"verify", spec, "--pp", "2", "--schedule", "1f1b",
+                     "--recompute", "selective", "--microbatches", "4",
+                     "--steps", "2"});
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_NE(v.out.find("vs tp=1 dp=1 pp=2 1f1b microbatches=4 "
+                       "recompute=selective (2 CPU devices), 2 AdamW steps"),
+            std::string::npos)
+      << v.out;
+  EXPECT_NE(v.out.find("  grad.wte "), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("OK: 39 tensors match within 1e-05"), std::string::npos)
+      << v.out;
+
+  std::vector<std::string> common = {"train",    spec,  "--data",
+                                     dir_ + "/text.txt", "--sample", "0"};
+  auto run = [&](std::vector<std::string> extra, const std::string &out) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back("--out");
+    a.push_back(dir_ + "/" + out);
+    return strata(a);
+  };
+  Result pipe = run({"--tp", "2", "--pp", "2", "--dp", "2", "--microbatches",
+                     "4", "--schedule", "1f1b", "--recompute", "selective"},
+                    "pipe");
+  ASSERT_EQ(pipe.code, 0) << pipe.err;
+  EXPECT_NE(pipe.out.find("on 8 CPU devices (tp=2 dp=2 pp=2, 1f1b over 4 "
+                          "microbatches, recompute selective)"),
+            std::string::npos)
+      << pipe.out;
+  Result serial = run({"--grad-accum", "4"}, "serial");
+  ASSERT_EQ(serial.code, 0) << serial.err;
+  std::vector<std::string> a = losses(dir_ + "/pipe"),
+                           b = losses(dir_ + "/serial");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) // Verify.cpp's f32 tolerance
+    EXPECT_NEAR(std::stod(a[i]), std::stod(b[i]), 1e-5 * std::stod(b[i]))
+        << "step " << i + 1;
+
+  Result bad = run({"--pp", "2", "--schedule", "interleaved:2",
+                    "--microbatches", "3"},
+                   "bad");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("microbatches must be a multiple of 2 (got 3"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(llvm::sys::fs::exists(dir_ + "/bad"));
+  Result deep = run({"--pp", "4"}, "deep");
+  EXPECT_EQ(deep.code, 1);
+  EXPECT_NE(deep.err.find("4 pipeline stages (pp=4, 1f1b) need at least one "
+                          "block each, but the model has 2"),
+            std::string::npos)
+      << deep.err;
 }
 
 } // namespace

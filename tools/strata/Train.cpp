@@ -139,6 +139,15 @@ Expected<RunOptions> buildOptions() {
                    "accumulation; give one of them)");
     t.set_grad_accum(microbatches);
   }
+  if (o.parallel.pipelined()) {  // configuration errors before any file is touched
+    auto sched = buildSchedule(o.parallel.schedule, o.parallel.pp, t.grad_accum());
+    if (!sched) return usage(toString(sched.takeError()));
+    int64_t stages = sched->numStages();
+    if (s.layers() < stages)
+      return usage(Twine(stages) + " pipeline stages (pp=" + Twine(o.parallel.pp) + ", " +
+                   o.parallel.schedule.str() + ") need at least one block each, but the model has " +
+                   Twine(s.layers()) + " (lower --pp or the virtual stages)");
+  }
   o.fusion = !noFusion;
   if (!tokenizer.empty()) {
     if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
