@@ -1,6 +1,8 @@
 //===- PipelineTrainer.cpp - Training a pipelined plan on CPU devices ------===//
 #include "runtime/parallel/PipelineTrainer.h"
 
+#include "passes/fusion/Fusion.h"
+
 #include "runtime/parallel/ParallelInterpreter.h"
 #include "runtime/parallel/Sharded.h"
 #include "runtime/train/ParamInit.h"
@@ -103,6 +105,14 @@ PipelineTrainer::create(const Graph &forward, const Graph &evalForward,
   t->forward_ = forward;
   t->evalForward_ = evalForward;
   t->plan_ = std::make_unique<CompiledPipeline>(std::move(*compiled));
+  if (options.fusion) {
+    for (PipelineStage &s : t->plan_->pipeline.stages) {
+      fuseGraph(s.forward);
+      fuseGraph(s.backward);
+    }
+    for (Graph &g : t->plan_->pipeline.optimizers)
+      fuseGraph(g);
+  }
   if (auto e = t->bind())
     return e;
   return t;
@@ -197,6 +207,9 @@ llvm::Error PipelineTrainer::bindEval() {
   if (!compiled)
     return compiled.takeError();
   auto e = std::make_unique<CompiledPipeline>(std::move(*compiled));
+  if (opts_.fusion)
+    for (PipelineStage &s : e->pipeline.stages)
+      fuseGraph(s.forward);
   for (size_t l = 0; l < ranks_.size(); ++l) {
     RankState &r = *ranks_[l];
     r.evalFwd.clear();

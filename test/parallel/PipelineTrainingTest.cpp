@@ -12,7 +12,8 @@
 // microbatches and tied copies are added, tp/dp the order of additions).
 // Also: eager send/recv between pipeline ranks, a failing rank releasing a
 // peer blocked in recv, state moving between serial and pipelined layouts,
-// the eval loss, and configuration errors before anything runs.
+// the eval loss, and configuration errors before anything runs. One case
+// fuses the programs (serial and pipelined alike).
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/Models.h"
@@ -107,6 +108,7 @@ struct Case {
   bool sp;
   int64_t microbatches;
   double dropout = 0;
+  bool fusion = false; // the stage and optimizer programs fused
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -121,7 +123,9 @@ TEST_P(PipelineMatchesSerial, LossGradientsAndFiveSteps) {
   o.devices = quick();
   ModelConfig model =
       c.llama ? llama(c.dropout, c.layers) : gpt(c.dropout, c.layers);
-  auto report = verifyParallel(model, training(c.microbatches), o);
+  TrainOptions t = training(c.microbatches);
+  t.fusion = c.fusion;
+  auto report = verifyParallel(model, t, o);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   size_t params = buildModelGraph(model).params().size();
   ASSERT_EQ(report->diffs.size(), 1 + params + 5);
@@ -151,6 +155,8 @@ INSTANTIATE_TEST_SUITE_P(
              kFull, 1, 2, false, 4},
         Case{"gpt_pp2_1f1b_dropout_m3", false, 4, 2, "1f1b", kNone, 1, 1,
              false, 3, 0.1},
+        Case{"gpt_pp2_1f1b_fused_tp2", false, 4, 2, "1f1b", kSelective, 2, 1,
+             false, 2, 0, true},
         Case{"gpt_pp2_interleaved_tp2_sp", false, 4, 2, "interleaved:2", kNone,
              2, 1, true, 2},
         Case{"gpt_pp4_1f1b", false, 4, 4, "1f1b", kNone, 1, 1, false, 4},
