@@ -1,11 +1,13 @@
 //===- PlanFile.cpp - Reading and writing Plan files ----------------------===//
 #include "proto/PlanFile.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SHA256.h"
 
 namespace strata {
 
@@ -87,6 +89,13 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                                "version " +
                                llvm::Twine(plan.format_version()) + "; " +
                                recompile + ")");
+  for (const pb::KernelLibrary &k : plan.kernels())
+    if (llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(k.source())),
+                    /*LowerCase=*/true) != k.sha256())
+      return fileError(name, "corrupt plan (the " + k.target() +
+                                 " kernel library's source does not hash to "
+                                 "its recorded SHA-256; " +
+                                 recompile + ")");
   return plan;
 }
 

@@ -4,6 +4,7 @@
 
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/fusion/Fusion.h"
 #include "passes/pipeline/ModelUnits.h"
 #include "passes/spmd/Spmd.h"
 
@@ -42,7 +43,8 @@ struct Attempt {
 };
 
 llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
-                             const PipelineOptions &po, SavedStateModel model) {
+                             const PipelineOptions &po, SavedStateModel model,
+                             bool fusion) {
   Attempt a{micro, {}, {}};
   if (auto e = recompute(a.micro, ro))
     return e;
@@ -53,6 +55,14 @@ llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
   if (!p)
     return p.takeError();
   a.pipeline = std::move(*p);
+  if (fusion) {
+    for (PipelineStage &s : a.pipeline.stages) {
+      fuseGraph(s.forward);
+      fuseGraph(s.backward);
+    }
+    for (Graph &opt : a.pipeline.optimizers)
+      fuseGraph(opt);
+  }
   a.memory = planMemory(a.pipeline, model);
   return a;
 }
@@ -75,7 +85,7 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
 
   CompiledPipeline out;
   if (o.recompute != RecomputeMode::Auto) {
-    auto a = plan(*micro, ro, po, o.savedState);
+    auto a = plan(*micro, ro, po, o.savedState, o.fusion);
     if (!a)
       return a.takeError();
     if (o.recompute == RecomputeMode::Full)
@@ -98,7 +108,7 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
   if (o.memoryBudget < 0)
     return err("--recompute auto needs --memory-budget (the peak bytes one "
                "device may use, e.g. 40GB)");
-  auto a = plan(*micro, ro, po, o.savedState);
+  auto a = plan(*micro, ro, po, o.savedState, o.fusion);
   if (!a)
     return a.takeError();
   // Keep the first cut, so choosing blocks does not move them.
@@ -145,7 +155,7 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
     RecomputeOptions full = ro;
     full.mode = RecomputeMode::Full;
     full.layers = chosen;
-    auto next = plan(*micro, full, po, o.savedState);
+    auto next = plan(*micro, full, po, o.savedState, o.fusion);
     if (!next)
       return next.takeError();
     a = std::move(next);

@@ -8,6 +8,7 @@
 //                                   when tp, dp or sp ask for it)
 //   recompute{mode}                 after spmd, so stash bytes are per device
 //   pipeline                        stages, F/B/optimizer programs, schedule
+//   fusion (optional)               fused kernels in every program
 //   memory                          buffers and peak bytes per device
 //
 // Auto recomputation needs the whole picture, so it is a loop here: plan
@@ -37,6 +38,9 @@ struct ParallelCompileOptions {
   int64_t memoryBudget = -1;
   SavedStateModel savedState = SavedStateModel::Strata;
   OptimizerConfig optimizer;
+  /// Fuse the stage and optimizer programs (passes/fusion) before memory
+  /// planning, so the plan counts the buffers the fused programs use.
+  bool fusion = false;
 };
 
 struct CompiledPipeline {

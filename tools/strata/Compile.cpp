@@ -2,8 +2,9 @@
 //
 // Reads a model spec, builds and verifies its graph, compiles the parallel
 // training step (passes/pipeline/ParallelCompile.h: autodiff, spmd,
-// recompute, pipeline stages and schedule, memory plan) and writes the Plan
-// atomically: on any error nothing is written.
+// recompute, pipeline stages and schedule, fusion, memory plan), renders the
+// fused kernels for C++ and CUDA (codegen/KernelLibrary.h) and writes the
+// Plan atomically: on any error nothing is written.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelSpec.h"
@@ -72,6 +73,11 @@ cl::opt<std::string> savedState(
         "megatron (Megatron-LM's unfused layers, Korthikanti et al. 2022)"),
     cl::init("strata"), cl::sub(compileCmd), cl::cat(cat));
 
+cl::opt<bool> noFusion(
+    "no-fusion",
+    cl::desc("Keep every op unfused (no generated kernels in the plan)"),
+    cl::sub(compileCmd), cl::cat(cat));
+
 Error usage(const Twine &msg) {
   return createStringError(inconvertibleErrorCode(),
                            "strata compile: error: " + msg);
@@ -117,6 +123,7 @@ Expected<ParallelCompileOptions> parallelOptions(const pb::ModelSpec &spec) {
   o.optimizer.eps = t.eps();
   o.optimizer.weight_decay = t.weight_decay();
   o.optimizer.grad_clip = t.grad_clip();
+  o.fusion = !noFusion;
   return o;
 }
 
@@ -137,6 +144,10 @@ int runCompile() {
   if (!compiled)
     return reportError(usage(toString(compiled.takeError())));
   storePipeline(*plan, *compiled, *options);
+  if (Error e = storeKernels(*plan, *compiled)) {
+    reportError(usage("codegen: " + toString(std::move(e))));
+    return kExitInternalError;
+  }
   if (Error e = writePlanFile(outputPath, *plan))
     return reportError(std::move(e));
   outs() << "wrote " << outputPath << " ("

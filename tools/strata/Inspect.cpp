@@ -12,6 +12,7 @@
 #include "tools/strata/CollectiveInspect.h"
 #include "tools/strata/Dot.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/KernelInspect.h"
 #include "tools/strata/PipelineInspect.h"
 #include "tools/strata/Verb.h"
 
@@ -53,6 +54,14 @@ cl::opt<bool> printCollectives_(
     cl::desc("List every collective per step: program, runs, group, bytes, "
              "why it is there"),
     cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<bool> printKernels_(
+    "kernels",
+    cl::desc("List the generated kernels: per target library, and the symbol "
+             "of each fused node"),
+    cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<std::string> kernelSource(
+    "kernel-source", cl::desc("Print the generated kernel source (cpp or cuda)"),
+    cl::value_desc("target"), cl::sub(inspectCmd), cl::cat(strataCategory()));
 cl::opt<std::string> scheduleSvg(
     "schedule",
     cl::desc("Print the pipeline schedule and draw its timeline into <file>"),
@@ -213,30 +222,40 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
 
 int runInspect() {
   if (int(printIR) + int(printJson) + int(printDot) + int(printPrograms_) +
-          int(printMemory) + int(printCollectives_) +
-          int(!scheduleSvg.empty()) >
+          int(printMemory) + int(printCollectives_) + int(printKernels_) +
+          int(!kernelSource.empty()) + int(!scheduleSvg.empty()) >
       1) {
     WithColor::error(errs(), "strata inspect")
         << "--ir, --json and --dot are exclusive with each other and with "
-           "--programs, --memory, --collectives and --schedule (pick one)\n";
+           "--programs, --memory, --collectives, --kernels, --kernel-source and "
+           "--schedule (pick one)\n";
     return kExitUserError;
   }
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
     return reportError(loaded.takeError());
   bool pipelineView = printPrograms_ || printMemory || printCollectives_ ||
+                      printKernels_ || !kernelSource.empty() ||
                       !scheduleSvg.empty();
   if (pipelineView && !loaded->plan.has_pipeline()) {
     WithColor::error(errs(), "strata inspect")
         << inputPath
         << " has no compiled training step (--programs, --memory, "
-           "--collectives and --schedule read a plan from `strata compile SPEC "
+           "--collectives, --kernels, --kernel-source and --schedule read a plan from `strata compile SPEC "
            "[--tp T --pp P ...] -o PLAN`)\n";
     return kExitUserError;
   }
   if (printPrograms_) {
     if (Error e = printPrograms(outs(), loaded->plan))
       return reportError(std::move(e));
+  } else if (printKernels_) {
+    printKernels(outs(), loaded->plan);
+  } else if (!kernelSource.empty()) {
+    if (Error e = printKernelSource(outs(), loaded->plan, kernelSource)) {
+      WithColor::error(errs(), "strata inspect")
+          << inputPath << ": " << toString(std::move(e)) << '\n';
+      return kExitUserError;
+    }
   } else if (printCollectives_) {
     if (Error e = printCollectives(outs(), loaded->plan))
       return reportError(std::move(e));

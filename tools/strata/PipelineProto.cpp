@@ -2,6 +2,7 @@
 //--------===//
 #include "tools/strata/PipelineProto.h"
 
+#include "codegen/KernelLibrary.h"
 #include "proto/GraphProto.h"
 
 namespace strata {
@@ -28,6 +29,7 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
   for (int64_t l : c.recomputedLayers)
     cfg->add_recomputed_layers(l);
   cfg->set_memory_budget(std::max<int64_t>(o.memoryBudget, 0));
+  cfg->set_fusion(o.fusion);
 
   pb::Pipeline *pipe = plan.mutable_pipeline();
   for (const PipelineStage &s : p.stages) {
@@ -124,6 +126,36 @@ llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &p) {
   if (auto e = validateSchedule(s))
     return e;
   return s;
+}
+
+llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &c) {
+  std::vector<codegen::TaggedProgram> programs;
+  for (const PipelineStage &s : c.pipeline.stages) {
+    std::string j = std::to_string(s.index);
+    programs.push_back({"s" + j + "f", &s.forward});
+    programs.push_back({"s" + j + "b", &s.backward});
+  }
+  for (size_t r = 0; r < c.pipeline.optimizers.size(); ++r)
+    programs.push_back({"r" + std::to_string(r) + "o", &c.pipeline.optimizers[r]});
+  for (codegen::Target t : {codegen::Target::Cpp, codegen::Target::Cuda}) {
+    auto lib = codegen::renderLibrary(programs, t);
+    if (!lib)
+      return lib.takeError();
+    if (lib->entries.empty())
+      return llvm::Error::success();
+    pb::KernelLibrary *out = plan.add_kernels();
+    out->set_target(codegen::targetName(t).str());
+    out->set_source(lib->source);
+    out->set_sha256(lib->sha256);
+    for (const codegen::KernelEntry &e : lib->entries) {
+      pb::KernelEntry *pe = out->add_entries();
+      pe->set_program(e.program);
+      pe->set_kernel(e.kernel);
+      pe->set_symbol(e.symbol);
+      pe->set_scope(e.scope);
+    }
+  }
+  return llvm::Error::success();
 }
 
 } // namespace strata

@@ -19,6 +19,11 @@ namespace strata {
 void storePipeline(pb::Plan &plan, const CompiledPipeline &compiled,
                    const ParallelCompileOptions &options);
 
+/// Fills `plan`'s kernels: the C++ and CUDA libraries of every fused node of
+/// the stage and optimizer programs (codegen/KernelLibrary.h); none when
+/// nothing is fused.
+llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &compiled);
+
 /// The schedule of a plan, rebuilt and validated.
 llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &s);
 
