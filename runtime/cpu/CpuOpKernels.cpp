@@ -410,9 +410,6 @@ llvm::Error shardSliceK(const Args &a) {
 template <typename T> struct AdamWK {
   static llvm::Error run(const Args &a) {
     int64_t n = a.inType(0).numElements();
-    std::memcpy(a.out[0], a.in[0], a.inType(0).bytes());
-    std::memcpy(a.out[1], a.in[2], a.inType(2).bytes());
-    std::memcpy(a.out[2], a.in[3], a.inType(3).bytes());
     k::AdamWConfig cfg;
     cfg.lr = double(*a.i<T>(4));
     cfg.beta1 = a.attrs().getFloat("beta1", 0.9);
@@ -421,7 +418,8 @@ template <typename T> struct AdamWK {
     cfg.weightDecay = a.attrs().getFloat("weight_decay", 0.0);
     int64_t t = int64_t(std::llround(double(*a.i<T>(5))));
     if (t < 1) return fail(a, "step must be >= 1, got " + llvm::Twine(t));
-    k::adamwStep(a.o<T>(0), a.i<T>(1), a.o<T>(1), a.o<T>(2), n, t, cfg);
+    k::adamwStep(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.i<T>(3), a.o<T>(0),
+                 a.o<T>(1), a.o<T>(2), n, t, cfg);
     return ok();
   }
 };

@@ -1,14 +1,18 @@
 //===- ProcessEnv.h - Environment the CPU runtime needs at library load ----===//
 //
-// Two settings are read by their libraries only when the process starts, so a
+// Three settings are read by their libraries only when the process starts, so a
 // strata process that lacks them sets them and re-executes itself once:
-//  - OPENBLAS_CORETYPE=Haswell when Debian's OpenBLAS 0.3.21, which predates
-//    Sapphire/Emerald Rapids, fell back to its SSE3 "Prescott" kernels on a
-//    CPU with AVX2 + FMA (measured on gpt_tiny: 2000 -> 3100 tok/s, 1 thread).
-//  - OMP_WAIT_POLICY=passive: idle OpenMP workers sleep instead of spinning.
-//    Kernels here are short and the device worker thread, OpenBLAS and other
-//    devices share the cores; spinning workers starve them (measured on
-//    gpt_tiny, 2 threads on a loaded 2-core machine: 525 -> 4400 tok/s).
+//  - OPENBLAS_CORETYPE when Debian's OpenBLAS 0.3.21, which predates
+//    Sapphire/Emerald Rapids, fell back to its SSE3 "Prescott" kernels:
+//    SkylakeX (AVX-512) on a CPU with AVX-512 F/VL/BW/DQ, else Haswell on
+//    one with AVX2 + FMA. Measured sgemm 768x512x128, 1 thread: Prescott 19,
+//    Haswell 76, SkylakeX 114-145 GFLOP/s.
+//  - OPENBLAS_NUM_THREADS=1: GEMMs are tiled over strata's threads
+//    (runtime/kernels/MatMul.h), so OpenBLAS's pool would only idle-spin.
+//  - GOMP_SPINCOUNT (a bounded spin, ~100 us): between the many short
+//    kernels of a step, idle OpenMP workers spin briefly, then sleep. Never
+//    sleeping (OMP_WAIT_POLICY=active) starves other work on a loaded
+//    machine; always sleeping (passive) pays a futex wake-up per kernel.
 // Values the user already set are always respected.
 //
 //===----------------------------------------------------------------------===//

@@ -9,8 +9,8 @@
 namespace strata::kernels {
 
 template <typename T>
-void adamwStep(T *p, const T *g, T *m, T *v, int64_t n, int64_t t,
-               const AdamWConfig &cfg) {
+void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
+               T *mOut, T *vOut, int64_t n, int64_t t, const AdamWConfig &cfg) {
   STRATA_KCHECK(t >= 1, "adamwStep", "step t is 1-based");
   const T decay = static_cast<T>(1.0 - cfg.lr * cfg.weightDecay);
   const T b1 = static_cast<T>(cfg.beta1), b2 = static_cast<T>(cfg.beta2);
@@ -21,20 +21,24 @@ void adamwStep(T *p, const T *g, T *m, T *v, int64_t n, int64_t t,
       static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(cfg.beta2, double(t))));
   const T eps = static_cast<T>(cfg.eps);
   parallelFor(0, n, 32768, [&](int64_t lo, int64_t hi) {
+#pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
       T gi = g[i];
       T mi = b1 * m[i] + c1 * gi;
       T vi = b2 * v[i] + c2 * gi * gi;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = p[i] * decay - stepSize * mi / (std::sqrt(vi) * invBc2Sqrt + eps);
+      mOut[i] = mi;
+      vOut[i] = vi;
+      pOut[i] = p[i] * decay - stepSize * mi / (std::sqrt(vi) * invBc2Sqrt + eps);
     }
   });
 }
 
-template void adamwStep<float>(float *, const float *, float *, float *,
+template void adamwStep<float>(const float *, const float *, const float *,
+                               const float *, float *, float *, float *,
                                int64_t, int64_t, const AdamWConfig &);
-template void adamwStep<double>(double *, const double *, double *, double *,
-                                int64_t, int64_t, const AdamWConfig &);
+template void adamwStep<double>(const double *, const double *,
+                                const double *, const double *, double *,
+                                double *, double *, int64_t, int64_t,
+                                const AdamWConfig &);
 
 } // namespace strata::kernels

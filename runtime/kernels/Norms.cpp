@@ -4,6 +4,8 @@
 // keep them deterministic (independent of the thread count) and race-free they
 // are computed in a second pass parallel over channel blocks, each block
 // walking all rows in order with the per-row statistics saved by pass one.
+// Row sums are `omp simd` reductions (vector lanes, then the lanes in a fixed
+// order): deterministic, and within double rounding of the sequential sums.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/kernels/Norms.h"
@@ -27,10 +29,12 @@ struct RowStats {
 
 template <typename T> RowStats layerNormStats(const T *row, int64_t C, double eps) {
   double sum = 0;
+#pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < C; ++c)
     sum += row[c];
   double mean = sum / C;
   double var = 0;
+#pragma omp simd reduction(+ : var)
   for (int64_t c = 0; c < C; ++c) {
     double d = row[c] - mean;
     var += d * d;
@@ -40,6 +44,7 @@ template <typename T> RowStats layerNormStats(const T *row, int64_t C, double ep
 
 template <typename T> double rmsRstd(const T *row, int64_t C, double eps) {
   double ss = 0;
+#pragma omp simd reduction(+ : ss)
   for (int64_t c = 0; c < C; ++c)
     ss += double(row[c]) * row[c];
   return 1.0 / std::sqrt(ss / C + eps);
@@ -104,6 +109,7 @@ void layerNormBwd(const T *dy, const T *x, const T *w, T *dx, T *dw, T *db,
       T *dxr = dx + n * C;
       RowStats s = stats[n] = layerNormStats(xr, C, eps);
       double sumG = 0, sumGX = 0;
+#pragma omp simd reduction(+ : sumG, sumGX)
       for (int64_t c = 0; c < C; ++c) {
         double g = double(dyr[c]) * w[c];
         sumG += g;
@@ -146,6 +152,7 @@ void rmsNormBwd(const T *dy, const T *x, const T *w, T *dx, T *dw, int64_t N,
       double r = rmsRstd(xr, C, eps);
       stats[n] = {0.0, r}; // xhat = x * r for the dw pass.
       double sumGX = 0;
+#pragma omp simd reduction(+ : sumGX)
       for (int64_t c = 0; c < C; ++c)
         sumGX += double(dyr[c]) * w[c] * xr[c];
       double k = r * r * r * sumGX / C;

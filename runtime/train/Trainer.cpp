@@ -119,7 +119,13 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
 llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
   StepStats stats;
   stats.lr = opts_.schedule.at(step_);
-  for (HostTensor &g : grads_) std::memset(g.raw(), 0, g.bytes());
+  // One microbatch: the optimizer reads the gradients where the microbatch
+  // program left them (valid until its next run); more are summed in grads_.
+  const bool accumulate = opts_.gradAccum > 1;
+  std::vector<const void *> gradPtr(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) gradPtr[i] = grads_[i].raw();
+  if (accumulate)
+    for (HostTensor &g : grads_) std::memset(g.raw(), 0, g.bytes());
   // Microbatch m of step s draws dropout counter s * gradAccum + m, so every
   // microbatch of every step has its own mask.
   for (int64_t micro = 0; micro < opts_.gradAccum; ++micro) {
@@ -133,6 +139,10 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
       return e;
     stats.loss += double(*static_cast<const float *>(outs[0]));
     for (size_t i = 0; i < params_.size(); ++i) {
+      if (!accumulate) {
+        gradPtr[i] = outs[i + 1];
+        continue;
+      }
       float *acc = grads_[i].data<float>();
       const float *g = static_cast<const float *>(outs[i + 1]);
       for (int64_t j = 0, n = grads_[i].numElements(); j < n; ++j) acc[j] += g[j];
@@ -151,8 +161,11 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     if (name == "lr") return lr.raw();
     if (name == "step") return t.raw();
     std::vector<HostTensor> *state = &p_;
-    if (name.consume_front("grad.")) state = &grads_;
-    else if (name.consume_front("adam_m.")) state = &m_;
+    if (name.consume_front("grad.")) {
+      auto it = paramIndex_.find(name);
+      return it == paramIndex_.end() ? nullptr : gradPtr[it->second];
+    }
+    if (name.consume_front("adam_m.")) state = &m_;
     else if (name.consume_front("adam_v.")) state = &v_;
     auto it = paramIndex_.find(name);
     return it == paramIndex_.end() ? nullptr : (*state)[it->second].raw();
