@@ -4,6 +4,7 @@
 #include "passes/fusion/Fusion.h"
 
 #include "runtime/parallel/ParallelInterpreter.h"
+#include "runtime/parallel/SharedArenaDevice.h"
 #include "runtime/parallel/Sharded.h"
 #include "runtime/train/ParamInit.h"
 
@@ -34,6 +35,8 @@ void addInto(HostTensor &acc, const void *g) {
 struct PipelineTrainer::RankState {
   int64_t pipeRank = 0, stageRank = 0; // pp coordinate; rank in stageMesh_
   std::vector<int64_t> stages;         // virtual stage of each chunk
+  /// The programs' arenas (declared before the interpreters that use it).
+  std::unique_ptr<SharedArenaDevice> workspace;
   std::vector<std::unique_ptr<Interpreter>> fwd, bwd, evalFwd; // by chunk
   std::unique_ptr<Interpreter> opt;
   llvm::StringMap<HostTensor> p, m, v, grads; // held parameters, local types
@@ -41,6 +44,8 @@ struct PipelineTrainer::RankState {
   std::vector<HostTensor> tokens, labels;                  // per microbatch
   double loss = 0; // the head's loss summed over microbatches
   double gradNorm = 0;
+  int64_t stashHeld = 0; // bytes of `stash`
+  MeasuredMemory memory; // of the last step
 };
 
 Mesh pipelineMesh(const ParallelConfig &c) {
@@ -137,21 +142,23 @@ llvm::Error PipelineTrainer::bind() {
     r->stageRank = rank % perStage;
     for (int64_t c = 0; c < pp.schedule.spec.virtualStages; ++c)
       r->stages.push_back(pp.schedule.stageOf(r->pipeRank, c));
-    Device &dev = group_.device(l);
-    auto mk = [&](const Graph &g) -> llvm::Expected<std::unique_ptr<Interpreter>> {
-      auto i = Interpreter::create(g, dev);
-      if (!i)
-        return err("@" + g.name + ": " + llvm::toString(i.takeError()));
-      return i;
-    };
+    // Sized by a first binding whose arenas are their own, then bound to one
+    // workspace of the largest arena.
+    for (int64_t capacity : {int64_t(0), int64_t(-1)}) {
+      if (capacity < 0)
+        capacity = r->workspace->largestRequest();
+      r->fwd.clear();
+      r->bwd.clear();
+      r->opt.reset();
+      r->workspace =
+          std::make_unique<SharedArenaDevice>(group_.device(l), capacity);
+      if (auto e = createInterpreters(*r))
+        return e;
+    }
     for (int64_t s : r->stages) {
       const PipelineStage &st = pp.stages[s];
-      for (const Graph *g : {&st.forward, &st.backward}) {
-        auto i = mk(*g);
-        if (!i)
-          return i.takeError();
-        (g == &st.forward ? r->fwd : r->bwd).push_back(std::move(*i));
-        // Held parameters: every parameter input of the rank's programs.
+      // Held parameters: every parameter input of the rank's programs.
+      for (const Graph *g : {&st.forward, &st.backward})
         for (ValueId in : g->inputs()) {
           const Value &val = g->value(in);
           if (!val.isParam())
@@ -164,14 +171,9 @@ llvm::Error PipelineTrainer::bind() {
           if (!owner_.count(val.name))
             owner_[val.name] = r->pipeRank;
         }
-      }
       r->stash.emplace_back();
     }
     const Graph &opt = pp.optimizers[r->pipeRank];
-    auto oi = mk(opt);
-    if (!oi)
-      return oi.takeError();
-    r->opt = std::move(*oi);
     for (ValueId in : opt.inputs()) {
       llvm::StringRef name = opt.value(in).name;
       bool isM = name.consume_front("adam_m.");
@@ -188,6 +190,27 @@ llvm::Error PipelineTrainer::bind() {
                  " is read by no stage program or updated by no optimizer "
                  "program of the pipeline plan");
   return llvm::Error::success();
+}
+
+llvm::Error PipelineTrainer::createInterpreters(RankState &r) {
+  const PipelinePlan &pp = plan_->pipeline;
+  auto mk = [&](const Graph &g,
+                std::unique_ptr<Interpreter> &out) -> llvm::Error {
+    auto i = Interpreter::create(g, *r.workspace);
+    if (!i)
+      return err("@" + g.name + ": " + llvm::toString(i.takeError()));
+    out = std::move(*i);
+    return llvm::Error::success();
+  };
+  for (int64_t s : r.stages) {
+    r.fwd.emplace_back();
+    r.bwd.emplace_back();
+    if (auto e = mk(pp.stages[s].forward, r.fwd.back()))
+      return e;
+    if (auto e = mk(pp.stages[s].backward, r.bwd.back()))
+      return e;
+  }
+  return mk(pp.optimizers[r.pipeRank], r.opt);
 }
 
 llvm::Error PipelineTrainer::bindEval() {
@@ -215,7 +238,7 @@ llvm::Error PipelineTrainer::bindEval() {
     r.evalFwd.clear();
     for (int64_t s : r.stages) {
       auto i = Interpreter::create(e->pipeline.stages[s].forward,
-                                   group_.device(l));
+                                   *r.workspace);
       if (!i)
         return i.takeError();
       r.evalFwd.push_back(std::move(*i));
@@ -357,9 +380,13 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
     size_t first = st.head ? 1 : 0;
     if (st.head)
       r.loss += double(*static_cast<const float *>(outs[0]));
-    if (!eval)
-      for (size_t o = first; o < outs.size(); ++o)
+    if (!eval) {
+      for (size_t o = first; o < outs.size(); ++o) {
         stash.push_back(copyOf(g.type(g.outputs()[o]), outs[o]));
+        r.stashHeld += stash.back().bytes();
+      }
+      r.memory.maxStash = std::max(r.memory.maxStash, r.stashHeld);
+    }
     return llvm::Error::success();
   }
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -370,6 +397,8 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
                  " is not the gradient of a held parameter");
     addInto(it->second, outs[o]);
   }
+  for (const HostTensor &t : stash)
+    r.stashHeld -= t.bytes();
   stash.clear();
   return llvm::Error::success();
 }
@@ -382,6 +411,7 @@ PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     r->loss = 0;
     for (auto &s : r->stash)
       s.assign(M, {});
+    r->stashHeld = 0;
   }
   return group_.forEachRank([&](size_t l) -> llvm::Error {
     RankState &r = *ranks_[l];
@@ -465,24 +495,50 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
     opt[r].push_back(streams[r].back());
     streams[r].pop_back();
   }
-  if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false))
-    return e;
-  auto loss = headLoss(double(M));
-  if (!loss)
-    return loss.takeError();
-  stats.loss = *loss;
-  if (M > 1) {
-    float scale = 1.0f / float(M);
-    for (auto &r : ranks_)
-      for (auto &g : r->grads)
-        for (int64_t j = 0, n = g.second.numElements(); j < n; ++j)
-          g.second.data<float>()[j] *= scale;
+  for (auto &r : ranks_) {
+    MeasuredMemory &m = r->memory;
+    m = MeasuredMemory();
+    for (auto *state : {&r->p, &r->grads, &r->m, &r->v})
+      for (auto &t : *state)
+        (state == &r->p ? m.parameters
+         : state == &r->grads ? m.gradients
+                              : m.optimizerState) += t.second.bytes();
+    int64_t shared = r->workspace->capacity();
+    m.workspace = shared;
+    for (auto *list : {&r->fwd, &r->bwd, &r->evalFwd})
+      for (auto &i : *list)
+        if (i->arenaBytes() > shared)
+          m.workspace += i->arenaBytes();
   }
-  if (auto e = runStreams(opt, 0, &stats, false))
+  auto run = [&]() -> llvm::Error {
+    if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false))
+      return e;
+    auto loss = headLoss(double(M));
+    if (!loss)
+      return loss.takeError();
+    stats.loss = *loss;
+    if (M > 1) {
+      float scale = 1.0f / float(M);
+      for (auto &r : ranks_)
+        for (auto &g : r->grads)
+          for (int64_t j = 0, n = g.second.numElements(); j < n; ++j)
+            g.second.data<float>()[j] *= scale;
+    }
+    return runStreams(opt, 0, &stats, false);
+  };
+  if (auto e = run())
     return e;
   stats.gradNorm = ranks_.front()->gradNorm;
   ++step_;
   return stats;
+}
+
+std::vector<MeasuredMemory> PipelineTrainer::measuredMemory() const {
+  std::vector<MeasuredMemory> out(plan_->pipeline.pp);
+  for (auto &r : ranks_)
+    if (r->stageRank == 0)
+      out[r->pipeRank] = r->memory;
+  return out;
 }
 
 llvm::Expected<double> PipelineTrainer::evalLoss(const int32_t *tokens,

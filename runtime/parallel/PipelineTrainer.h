@@ -56,6 +56,22 @@ Mesh pipelineMesh(const ParallelConfig &config);
 ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &config,
                                               const TrainOptions &options);
 
+/// What one device of a pipeline rank allocated during the last step, in
+/// bytes (compare passes/memory's RankMemory).
+struct MeasuredMemory {
+  int64_t parameters = 0, gradients = 0, optimizerState = 0;
+  /// The most stash bytes held at once (F outputs kept for B).
+  int64_t maxStash = 0;
+  /// The programs' arenas: one shared workspace (SharedArenaDevice.h), plus
+  /// any arena bigger than it.
+  int64_t workspace = 0;
+  int64_t staticBytes() const {
+    return parameters + gradients + optimizerState;
+  }
+  /// Everything allocated at once at the step's busiest moment.
+  int64_t peak() const { return staticBytes() + maxStash + workspace; }
+};
+
 class PipelineTrainer {
 public:
   /// Compiles the plan and binds its programs to the group, which must hold
@@ -78,6 +94,9 @@ public:
   int64_t step() const { return step_; }
   void setStep(int64_t s) { step_ = s; }
   const CompiledPipeline &compiled() const { return *plan_; }
+  /// Per pipeline rank (its first device): the bytes allocated during the
+  /// last step.
+  std::vector<MeasuredMemory> measuredMemory() const;
 
   /// `<p>`, `adam_m.<p>`, `adam_v.<p>` (parameter order) as logical tensors,
   /// read from the rank that owns each parameter's update.
@@ -98,6 +117,8 @@ private:
   struct RankState;
   PipelineTrainer(DeviceGroup &g);
   llvm::Error bind();
+  /// The rank's F, B and optimizer interpreters, on its workspace device.
+  llvm::Error createInterpreters(RankState &r);
   llvm::Error bindEval();
   /// Every rank's blocks of the global microbatches (tokens, labels).
   llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,

@@ -394,5 +394,51 @@ TEST(PipelineTrainer, BadConfigurationsFailBeforeRunning) {
             std::string::npos);
 }
 
+// What a pipelined step allocates per device against passes/memory's plan
+// of the same programs: parameters, gradients and AdamW state exactly; the
+// stash exactly (the most F outputs held at once under the schedule); one
+// workspace per device, within 10% of the planner's largest arena of the
+// rank's programs when outputs live in the arena as the Interpreter keeps
+// them (its packing differs a little: reshapes alias their operand).
+TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
+  ModelConfig model = gpt(0, 4);
+  model.hidden = 64;
+  model.headDim = 16;
+  model.ffn = 256;
+  model.seq = 32;
+  Graph fwd = buildModelGraph(model);
+  for (const char *sched : {"1f1b", "gpipe", "interleaved:2"}) {
+    RecomputeMode rm = sched[0] == '1'   ? kNone
+                       : sched[0] == 'g' ? kSelective
+                                         : kFull;
+    ParallelConfig c = pipelined(2, sched, rm, 2, 1);
+    auto group = DeviceGroup::inProcess(pipelineMesh(c), quick());
+    ASSERT_TRUE(bool(group));
+    auto t = PipelineTrainer::create(fwd, fwd, training(4), c, **group);
+    ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+    ASSERT_FALSE(bool((*t)->initParams()));
+    int64_t step = 0;
+    auto stats = (*t)->step(batches(model, step));
+    ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
+    std::vector<MeasuredMemory> got = (*t)->measuredMemory();
+    const CompiledPipeline &plan = (*t)->compiled();
+    ASSERT_EQ(got.size(), plan.memory.ranks.size());
+    for (size_t r = 0; r < got.size(); ++r) {
+      SCOPED_TRACE(std::string(sched) + " rank " + std::to_string(r));
+      const RankMemory &want = plan.memory.ranks[r];
+      EXPECT_EQ(got[r].parameters, want.parameters);
+      EXPECT_EQ(got[r].gradients, want.gradients);
+      EXPECT_EQ(got[r].optimizerState, want.optimizerState);
+      EXPECT_EQ(got[r].maxStash, want.maxStash);
+      int64_t arena = planBuffers(plan.pipeline.optimizers[r]).arenaBytes;
+      for (const PipelineStage &s : plan.pipeline.stages)
+        if (s.rank == int64_t(r))
+          arena = std::max({arena, planBuffers(s.forward).arenaBytes,
+                            planBuffers(s.backward).arenaBytes});
+      EXPECT_NEAR(double(got[r].workspace), double(arena), 0.1 * arena);
+    }
+  }
+}
+
 } // namespace
 } // namespace strata
