@@ -1,12 +1,14 @@
 //===- Verify.h - A parallel plan against the serial plan, numerically -----===//
 //
 // What `strata verify` runs: the serial Trainer on one CPU device and the
-// ParallelTrainer on tp*dp in-process CPU devices, from the same initial
-// weights and the same batches (random tokens from a seed), compared tensor
-// by tensor:
-//   - optionally every value of the first microbatch program that both plans
-//     name (activations and backward values, in serial program order; a
-//     parallel value is put back together from its shards and partial sums);
+// ParallelTrainer on tp*dp in-process CPU devices (or, for a pipelined
+// config, the PipelineTrainer on tp*dp*pp, the serial run accumulating as
+// many microbatches), from the same initial weights and the same batches
+// (random tokens from a seed), compared tensor by tensor:
+//   - optionally (tp x dp only) every value of the first microbatch program
+//     that both plans name (activations and backward values, in serial
+//     program order; a parallel value is put back together from its shards
+//     and partial sums);
 //   - the loss and every parameter gradient of one microbatch;
 //   - the loss of each of N AdamW steps.
 // A tensor's difference is max|parallel - serial| / max|serial| (normwise
