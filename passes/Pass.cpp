@@ -16,6 +16,7 @@
 namespace strata {
 
 void registerAutodiffPass();
+void registerCombineAllReducePass();
 void registerDeadCodeEliminationPass();
 void registerFusionPass();
 void registerMegatronSeedsPass();
@@ -26,6 +27,7 @@ void registerAllPasses() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerAutodiffPass();
+    registerCombineAllReducePass();
     registerDeadCodeEliminationPass();
     registerFusionPass();
     registerMegatronSeedsPass();

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/pipeline/GraphCopy.h"
 #include "passes/pipeline/Pipeline.h"
+#include "passes/spmd/CombineAllReduce.h"
 #include "passes/spmd/Partitioner.h"
 
 namespace strata::pipeline {
@@ -199,6 +200,8 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
     }
   }
   out.setOutputs(outputs);
+  // One call for the per-parameter gradient and norm reductions.
+  combineAllReduces(out);
   return out;
 }
 

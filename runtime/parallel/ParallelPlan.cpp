@@ -3,6 +3,7 @@
 
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/spmd/CombineAllReduce.h"
 #include "passes/spmd/Partitioner.h"
 #include "passes/spmd/Spmd.h"
 #include "proto/strata.pb.h"
@@ -210,6 +211,8 @@ buildParallelPrograms(const Graph &forward, const Graph &evalForward,
     if (auto e = verifyGraph(p.optimizer))
       return e;
   }
+  // One call for the per-parameter gradient and norm reductions.
+  combineAllReduces(p.optimizer);
   auto ev = partition(eval, {"dp"});
   if (!ev)
     return ev.takeError();

@@ -158,7 +158,16 @@ TEST(ParallelPlan, DataParallelGradientsAreAllReducedInTheOptimizer) {
   EXPECT_TRUE(
       contains(ir, "%grad.wte: f32[16,16] {shard=[tp,_], partial=[dp]}"))
       << ir;
-  EXPECT_TRUE(contains(ir, "= all_reduce(%grad.wte) {axes=[\"dp\"]")) << ir;
+  // Every gradient's dp reduction is one combined all_reduce
+  // (passes/spmd/CombineAllReduce.h): wte's is the first slice of it.
+  EXPECT_TRUE(contains(ir, "%grad.wte.flat = reshape(%grad.wte)")) << ir;
+  EXPECT_TRUE(contains(ir, "%combined.out = all_reduce(%combined.in) "
+                           "{axes=[\"dp\"], reason=\"combined: 36 independent "
+                           "all_reduces"))
+      << ir;
+  EXPECT_TRUE(contains(ir, "%grad.wte.all_reduce.part = slice(%combined.out) "
+                           "{dim=0, size=256, start=0}"))
+      << ir;
   EXPECT_TRUE(
       contains(ir, "%adam_m.wte: f32[16,16] {init=\"zeros\", shard=[tp,_]}"))
       << ir;
