@@ -5,7 +5,9 @@
 // a grid-stride loop on the flat index, with typed pointer parameters (what
 // cuLaunchKernel passes); broadcast operands index by div/mod of the flat
 // index. Math functions take their C names with the f suffix for float, the
-// CPU kernels' kexp/ktanh becoming CUDA's exp/tanh.
+// CPU kernels' kexp/ktanh becoming CUDA's exp/tanh. A kernel with column
+// sums runs one thread per column instead, walking that column's rows in
+// order into f64 sums (deterministic, no atomics), then storing them.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Language.h"
@@ -28,14 +30,40 @@ void CudaLanguage::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
 }
 
 std::string CudaLanguage::loopBegin(llvm::raw_ostream &os,
-                                    const KernelPlan &) const {
-  os << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i "
-        "< n;\n"
-     << "       i += (int64_t)blockDim.x * gridDim.x) {\n";
-  return "    ";
+                                    const KernelPlan &p) const {
+  if (p.sums.empty()) {
+    os << "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; "
+          "i < n;\n"
+       << "       i += (int64_t)blockDim.x * gridDim.x) {\n";
+    return "    ";
+  }
+  int64_t cols = p.inner(), rows = p.numElements() / cols;
+  os << "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < "
+     << cols << ";\n"
+     << "       c += (int64_t)blockDim.x * gridDim.x) {\n";
+  for (const KernelSum &s : p.sums)
+    os << "    double sum" << s.store << " = 0.0;\n";
+  os << "    for (int64_t r = 0; r < " << rows << "; ++r) {\n"
+     << "      const int64_t i = r * " << cols << " + c;\n";
+  return "      ";
 }
 
-void CudaLanguage::loopEnd(llvm::raw_ostream &os) const { os << "  }\n}\n"; }
+void CudaLanguage::loopEnd(llvm::raw_ostream &os, const KernelPlan &p) const {
+  if (p.sums.empty()) {
+    os << "  }\n}\n";
+    return;
+  }
+  os << "    }\n";
+  for (const KernelSum &s : p.sums)
+    os << "    out" << s.store << "[c] = (" << valueCType(p, p.stores[s.store])
+       << ")sum" << s.store << ";\n";
+  os << "  }\n}\n";
+}
+
+std::string CudaLanguage::accumulate(const KernelPlan &, size_t store,
+                                     const std::string &v) const {
+  return "sum" + std::to_string(store) + " += (double)" + v + ";";
+}
 
 std::string CudaLanguage::loadIndex(const KernelPlan &p,
                                     const KernelLoad &l) const {

@@ -30,14 +30,17 @@ llvm::SmallVector<int64_t, 4> broadcastStrides(llvm::ArrayRef<int64_t> shape,
 }
 
 // Drops size-1 dims and merges dim d into d+1 where every load's stride
-// along d is its stride along d+1 times the size of d+1.
+// along d is its stride along d+1 times the size of d+1. With column sums
+// the last dim stays its own (the sums' columns).
 void coalesce(KernelPlan &p) {
   llvm::SmallVector<int64_t, 4> dims;
   std::vector<llvm::SmallVector<int64_t, 4>> strides(p.loads.size());
+  const size_t last = p.domain.size() - 1;
   for (size_t d = 0; d < p.domain.size(); ++d) {
-    if (p.domain[d] == 1)
+    bool keepLast = !p.sums.empty() && d == last;
+    if (p.domain[d] == 1 && !keepLast)
       continue;
-    bool merge = !dims.empty();
+    bool merge = !dims.empty() && !keepLast;
     for (size_t l = 0; l < p.loads.size() && merge; ++l)
       merge = strides[l].back() == p.loads[l].strides[d] * p.domain[d];
     if (merge) {
@@ -94,6 +97,22 @@ bool hasRenderRule(OpKind op) {
   }
 }
 
+bool isColumnSum(const Graph &g, const Node &n) {
+  if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
+    return false;
+  const TensorType &x = g.type(n.operands[0]);
+  if (!isFloatType(x.dtype) || x.rank() < 2)
+    return false;
+  IntList axes = n.attrs.getInts("axes");
+  if (int64_t(axes.size()) != x.rank() - 1)
+    return false;
+  for (size_t d = 0; d < axes.size(); ++d)
+    if (axes[d] != int64_t(d))
+      return false;
+  const TensorType &y = g.type(n.results[0]);
+  return y.dtype == x.dtype && y.shape == Shape{x.shape.back()};
+}
+
 const char *cTypeName(DType t) {
   switch (t) {
   case DType::F32:
@@ -123,9 +142,13 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
         return err(body, "the matmul anchor must read body inputs only");
   }
   size_t first = p.anchor >= 0 ? 1 : 0;
-  if (nodes.size() <= first)
+  auto elementwise = llvm::find_if(nodes.drop_front(first), [&](const Node &n) {
+    return n.op != OpKind::ReduceSum;
+  });
+  if (elementwise == nodes.end())
     return err(body, "has no elementwise op");
-  p.domain = body.type(nodes[first].results[0]).shape;
+  p.domain = body.type(elementwise->results[0]).shape;
+  llvm::SmallVector<bool, 8> isSum(body.numValues(), false);
   if (p.anchor >= 0) {
     ValueId a = nodes[0].results[0];
     if (body.type(a).shape != p.domain)
@@ -139,6 +162,25 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
   for (size_t n = first; n < nodes.size(); ++n) {
     const Node &node = nodes[n];
     const Value &r = body.value(node.results[0]);
+    for (ValueId v : node.operands)
+      if (isSum[v])
+        return err(body, "%" + r.name + " reads the column sum %" +
+                             body.value(v).name +
+                             " (a sum is complete only after the loop)");
+    if (node.op == OpKind::ReduceSum) {
+      ValueId x = node.operands[0];
+      if (!isColumnSum(body, node) || body.type(x).shape != p.domain)
+        return err(body, "%" + r.name +
+                             " is not a column sum of the loop (reduce_sum "
+                             "over every dim but the last of a value of the "
+                             "loop's shape)");
+      isSum[node.results[0]] = true;
+      if (body.value(x).isInput() &&
+          llvm::none_of(p.loads, [&](const KernelLoad &l) { return l.value == x; }))
+        p.loads.push_back(
+            {x, inputIndex[x], broadcastStrides(p.domain, p.domain)});
+      continue;
+    }
     if (!hasRenderRule(node.op))
       return err(body, "no rendering rule for " + opName(node.op) + " (%" +
                            r.name + ")");
@@ -169,6 +211,8 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
     if (body.value(v).isInput())
       return err(body, "returns its input %" + body.value(v).name);
     p.stores.push_back(v);
+    if (isSum[v])
+      p.sums.push_back({body.node(body.value(v).defNode).operands[0], int32_t(k)});
     if (p.anchor >= 0 && p.anchorResult < 0 && v == nodes[0].results[0])
       p.anchorResult = int32_t(k);
   }

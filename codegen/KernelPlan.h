@@ -9,8 +9,15 @@
 //    the anchor result first (if any), then the body inputs the elementwise
 //    ops read, each with its element strides over the coalesced domain (0
 //    along broadcast dims);
-//  - stores: the body outputs, in result order, all contiguous over the
-//    domain;
+//  - stores: the body outputs, in result order, contiguous over the domain,
+//    except column sums;
+//  - sums: column-sum epilogues, `reduce_sum(v) {axes=[0..rank-2]}` of a
+//    value v of the loop (a bias gradient): result [C] with C the domain's
+//    last dim. No op of the body reads a sum. The loop then keeps C as its
+//    own innermost dim, and each kernel call covers whole rows: the C++
+//    kernel adds the column sums of its rows into out[k] (f64, zeroed by
+//    the runtime), which combines the calls' partial sums in a fixed order;
+//    the CUDA kernel walks the rows of one column per thread.
 //  - dims: the domain with adjacent dims merged where every load agrees
 //    ([12,64,512] + bias [512] -> [768,512], bias strides [0,1]).
 //
@@ -38,6 +45,13 @@ struct KernelLoad {
   llvm::SmallVector<int64_t, 4> strides; ///< per coalesced dim, elements
 };
 
+/// A column-sum epilogue: store `store` holds reduce_sum over all but the
+/// last dim of body value `value`.
+struct KernelSum {
+  ValueId value;
+  int32_t store;
+};
+
 struct KernelPlan {
   std::string name; ///< C symbol: the body's name (the `kernel` attribute)
   const Graph *body = nullptr;
@@ -47,15 +61,27 @@ struct KernelPlan {
   llvm::SmallVector<int64_t, 4> dims; ///< coalesced domain, >= 1 dim
   std::vector<KernelLoad> loads;
   std::vector<ValueId> stores; ///< body outputs, in result order
+  std::vector<KernelSum> sums; ///< column sums among the stores
   bool usesRng = false;        ///< has dropout: needs (seed, step)
 
   int64_t numElements() const { return strata::numElements(domain); }
+  /// The store index's column sum, or nullptr for an elementwise store.
+  const KernelSum *sumOf(size_t store) const {
+    for (const KernelSum &s : sums)
+      if (s.store == int32_t(store))
+        return &s;
+    return nullptr;
+  }
   /// Elements of the innermost coalesced dim (the CPU loop's row length).
   int64_t inner() const { return dims.back(); }
 };
 
 /// Whether codegen has a rendering rule for `op` (elementwise members).
 bool hasRenderRule(OpKind op);
+
+/// Whether `n` of `g` is a column sum a kernel can take as an epilogue:
+/// reduce_sum over every dim but the last of a float value of rank >= 2.
+bool isColumnSum(const Graph &g, const Node &n);
 
 /// The plan of `body`, or an error saying which node does not fit.
 llvm::Expected<KernelPlan> planKernel(const Graph &body);

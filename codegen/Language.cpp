@@ -6,6 +6,8 @@
 // coalesced dim (the first and last row partial); the inner loop is unit
 // stride and carries `#pragma omp simd` (honoured with -fopenmp-simd), so a
 // broadcast operand costs one row offset and a unit-stride or invariant load.
+// A column sum's out[k] is an f64 row of partial sums the kernel adds its
+// rows into (the runtime calls it on whole rows and combines the calls).
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/Language.h"
@@ -67,7 +69,7 @@ void Language::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
        << " *>(in[" << k << "]);\n";
   }
   for (size_t k = 0; k < p.stores.size(); ++k) {
-    std::string t = valueCType(p, p.stores[k]);
+    std::string t = p.sumOf(k) ? "double" : valueCType(p, p.stores[k]);
     os << "  " << t << " *out" << k << " = static_cast<" << t << " *>(out[" << k
        << "]);\n";
   }
@@ -88,7 +90,14 @@ std::string Language::loopBegin(llvm::raw_ostream &os,
   return "      ";
 }
 
-void Language::loopEnd(llvm::raw_ostream &os) const { os << "    }\n  }\n}\n"; }
+void Language::loopEnd(llvm::raw_ostream &os, const KernelPlan &) const {
+  os << "    }\n  }\n}\n";
+}
+
+std::string Language::accumulate(const KernelPlan &, size_t store,
+                                 const std::string &v) const {
+  return "out" + std::to_string(store) + "[c] += (double)" + v + ";";
+}
 
 std::string Language::loadIndex(const KernelPlan &p,
                                 const KernelLoad &l) const {

@@ -29,7 +29,10 @@ public:
   virtual std::string loopBegin(llvm::raw_ostream &os,
                                 const KernelPlan &p) const;
   /// Closes the loop nest and the function.
-  virtual void loopEnd(llvm::raw_ostream &os) const;
+  virtual void loopEnd(llvm::raw_ostream &os, const KernelPlan &p) const;
+  /// The statement adding the current element's `v` into column sum `store`.
+  virtual std::string accumulate(const KernelPlan &p, size_t store,
+                                 const std::string &v) const;
   /// The element index of load `l` at the current element.
   virtual std::string loadIndex(const KernelPlan &p, const KernelLoad &l) const;
   /// A math function for element type `t`: exp, log, sqrt, erf (libm's) or
@@ -43,7 +46,9 @@ public:
   void signature(llvm::raw_ostream &os, const KernelPlan &p) const override;
   std::string loopBegin(llvm::raw_ostream &os,
                         const KernelPlan &p) const override;
-  void loopEnd(llvm::raw_ostream &os) const override;
+  void loopEnd(llvm::raw_ostream &os, const KernelPlan &p) const override;
+  std::string accumulate(const KernelPlan &p, size_t store,
+                         const std::string &v) const override;
   std::string loadIndex(const KernelPlan &p,
                         const KernelLoad &l) const override;
   std::string math(llvm::StringRef fn, DType t) const override;

@@ -95,8 +95,12 @@ private:
 };
 
 void KernelWriter::header() {
-  os_ << "\n// " << p_.name << ": " << g_.nodes().size() - (p_.anchor >= 0)
-      << " elementwise op(s) over "
+  os_ << "\n// " << p_.name << ": "
+      << g_.nodes().size() - (p_.anchor >= 0) - p_.sums.size()
+      << " elementwise op(s)";
+  if (!p_.sums.empty())
+    os_ << " and " << p_.sums.size() << " column sum(s)";
+  os_ << " over "
       << dtypeName(g_.type(p_.stores.front()).dtype) << "[";
   for (size_t d = 0; d < p_.domain.size(); ++d)
     os_ << (d ? "," : "") << p_.domain[d];
@@ -113,9 +117,13 @@ void KernelWriter::header() {
   for (size_t k = 0; k < p_.loads.size(); ++k)
     os_ << "//   in" << k << " = %" << g_.value(p_.loads[k].value).name << " : "
         << g_.type(p_.loads[k].value) << "\n";
-  for (size_t k = 0; k < p_.stores.size(); ++k)
+  for (size_t k = 0; k < p_.stores.size(); ++k) {
     os_ << "//   out" << k << " = %" << g_.value(p_.stores[k]).name << " : "
-        << g_.type(p_.stores[k]) << "\n";
+        << g_.type(p_.stores[k]);
+    if (const KernelSum *s = p_.sumOf(k))
+      os_ << ", column sums of %" << g_.value(s->value).name;
+    os_ << "\n";
+  }
 }
 
 std::string KernelWriter::lit(double v) const {
@@ -259,6 +267,8 @@ void KernelWriter::element(const std::string &indent) {
   std::string scope;
   for (size_t n = p_.anchor >= 0 ? 1 : 0; n < g_.nodes().size(); ++n) {
     const Node &node = g_.node(n);
+    if (node.op == OpKind::ReduceSum)
+      continue; // a column sum: accumulated with the stores
     if (annotate_ && node.scope != scope && !node.scope.empty())
       os_ << indent_ << "// " << node.scope << "\n";
     scope = node.scope;
@@ -271,9 +281,13 @@ void KernelWriter::element(const std::string &indent) {
       os_ << "  // %" << g_.value(r).name << " = " << opName(node.op);
     os_ << "\n";
   }
-  for (size_t k = 0; k < p_.stores.size(); ++k)
-    os_ << indent_ << "out" << k << "[i] = " << var_.lookup(p_.stores[k])
-        << ";\n";
+  for (size_t k = 0; k < p_.stores.size(); ++k) {
+    if (const KernelSum *s = p_.sumOf(k))
+      os_ << indent_ << lang_.accumulate(p_, k, var_.lookup(s->value)) << "\n";
+    else
+      os_ << indent_ << "out" << k << "[i] = " << var_.lookup(p_.stores[k])
+          << ";\n";
+  }
 }
 
 void KernelWriter::write(llvm::ArrayRef<std::string> sharers) {
@@ -287,7 +301,7 @@ void KernelWriter::write(llvm::ArrayRef<std::string> sharers) {
   }
   lang_.signature(os_, p_);
   element(lang_.loopBegin(os_, p_));
-  lang_.loopEnd(os_);
+  lang_.loopEnd(os_, p_);
 }
 
 } // namespace

@@ -49,6 +49,11 @@ private:
   bool tryMerge(int32_t a, int32_t b);
   /// No path from `members` through a non-member back into `members`.
   bool isConvex(llvm::ArrayRef<int32_t> members);
+  /// Some member reads a column sum of the members (complete only after the
+  /// kernel's loop).
+  bool readsOwnSum(llvm::ArrayRef<int32_t> members) const;
+  /// Adds column sum `node` to the group of its operand's producer.
+  void joinAsColumnSum(int32_t node);
   /// A matmul that may lead the group of `consumer` (its only user).
   bool isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const;
 
@@ -100,6 +105,34 @@ bool Grouper::isConvex(llvm::ArrayRef<int32_t> members) {
   return true;
 }
 
+bool Grouper::readsOwnSum(llvm::ArrayRef<int32_t> members) const {
+  for (int32_t m : members)
+    for (ValueId v : g_.node(m).operands) {
+      int32_t p = g_.value(v).defNode;
+      if (p >= 0 && g_.node(p).op == OpKind::ReduceSum &&
+          llvm::is_contained(members, p))
+        return true;
+    }
+  return false;
+}
+
+void Grouper::joinAsColumnSum(int32_t node) {
+  const Node &n = g_.node(node);
+  int32_t p = g_.value(n.operands[0]).defNode;
+  if (p < 0 || groupOf_[p] < 0 || groups_[groupOf_[p]].g.anchor == p)
+    return;
+  Group &grp = groups_[groupOf_[p]];
+  if (grp.backward != isBackward(n) ||
+      grp.domain != g_.type(n.operands[0]).shape)
+    return;
+  llvm::SmallVector<int32_t, 8> merged(grp.g.members);
+  merged.insert(llvm::upper_bound(merged, node), node);
+  if (!isConvex(merged))
+    return;
+  grp.g.members = std::move(merged);
+  groupOf_[node] = groupOf_[p];
+}
+
 bool Grouper::tryMerge(int32_t a, int32_t b) {
   if (a == b)
     return true;
@@ -110,7 +143,7 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
   llvm::SmallVector<int32_t, 8> merged;
   std::merge(ga.g.members.begin(), ga.g.members.end(), gb.g.members.begin(),
              gb.g.members.end(), std::back_inserter(merged));
-  if (!isConvex(merged))
+  if (!isConvex(merged) || readsOwnSum(merged))
     return false;
   ga.g.members = std::move(merged);
   ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
@@ -134,6 +167,10 @@ std::vector<FusionGroup> Grouper::run() {
   // Producer -> consumer (and matmul -> epilogue).
   for (int32_t n = 0; n < int32_t(g_.nodes().size()); ++n) {
     const Node &node = g_.node(n);
+    if (options_.columnSums && isFusableColumnSum(g_, node)) {
+      joinAsColumnSum(n);
+      continue;
+    }
     if (!isFusableElementwise(g_, node))
       continue;
     newGroup(n, /*anchor=*/false);
@@ -142,7 +179,7 @@ std::vector<FusionGroup> Grouper::run() {
       if (p < 0)
         continue;
       if (groupOf_[p] >= 0) {
-        tryMerge(groupOf_[n], groupOf_[p]);
+        tryMerge(groupOf_[n], groupOf_[p]); // refused if p is a column sum
       } else if (isAnchorFor(p, v, n)) {
         int32_t ga = newGroup(p, /*anchor=*/true);
         if (!tryMerge(groupOf_[n], ga)) {
@@ -192,6 +229,22 @@ bool isFusableElementwise(const Graph &g, const Node &n) {
     return false;
   bool dropout = n.op == OpKind::Dropout || n.op == OpKind::DropoutGrad;
   return !(dropout && hasSplitDim(r));
+}
+
+bool isFusableColumnSum(const Graph &g, const Node &n) {
+  if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
+    return false;
+  const TensorType &x = g.type(n.operands[0]);
+  if (!isFloatKernelDType(x.dtype) || x.rank() < 2)
+    return false;
+  IntList axes = n.attrs.getInts("axes");
+  if (int64_t(axes.size()) != x.rank() - 1)
+    return false;
+  for (size_t d = 0; d < axes.size(); ++d)
+    if (axes[d] != int64_t(d))
+      return false;
+  const TensorType &y = g.type(n.results[0]);
+  return y.dtype == x.dtype && y.shape == Shape{x.shape.back()};
 }
 
 std::vector<FusionGroup> findFusionGroups(const Graph &g,

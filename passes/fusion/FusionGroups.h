@@ -10,6 +10,9 @@
 //    the mask is a function of the element's index), with f32/f64 results.
 //    Dropout of a split value stays unfused (its global index needs the
 //    value's place in the mesh, which a kernel body does not carry).
+//  - Column sums: `reduce_sum` over every dim but the last (a bias gradient)
+//    of a group member's result joins that group as an epilogue (the kernel
+//    sums the columns while it writes the rows); no member may read a sum.
 //  - Producer -> consumer: a node joins the groups of the producers of its
 //    operands; siblings: groups reading the same value join, so the value is
 //    read once. Anchors: a matmul joins as the head of its only consumer's
@@ -38,6 +41,8 @@ namespace strata {
 struct FusionOptions {
   /// Let matmuls lead groups as anchors (elementwise epilogues).
   bool matmulEpilogues = true;
+  /// Let column sums (bias gradients) end groups.
+  bool columnSums = true;
 };
 
 struct FusionGroup {
@@ -53,5 +58,10 @@ std::vector<FusionGroup> findFusionGroups(const Graph &g,
 
 /// Whether the fusion rules above let `n` be a non-anchor group member.
 bool isFusableElementwise(const Graph &g, const Node &n);
+
+/// Whether `n` is a column sum a group may end with (the rule of
+/// codegen::isColumnSum). Over a split dim it is the local, partial sum, as
+/// the unfused node computes it.
+bool isFusableColumnSum(const Graph &g, const Node &n);
 
 } // namespace strata

@@ -17,9 +17,11 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace strata {
 
@@ -208,6 +210,52 @@ llvm::Error loadKernels(const Graph &g) {
   return llvm::Error::success();
 }
 
+// Rows of a column-sum block hold ~kSumBlock elements: the blocks (not the
+// threads) fix where partial sums split, so results do not depend on the
+// thread count.
+constexpr int64_t kSumBlock = 8192;
+
+// A kernel with column sums (codegen/KernelPlan.h): each call covers one
+// block of whole rows and adds its column sums into that block's f64 row;
+// the rows are then summed in block order into the results.
+void runWithColumnSums(const codegen::KernelPlan &p, const LoadedKernel &k,
+                       llvm::ArrayRef<const void *> in,
+                       llvm::ArrayRef<void *> results,
+                       const LaunchContext &ctx) {
+  const int64_t cols = p.inner(), rows = p.numElements() / cols;
+  const int64_t blockRows = std::max<int64_t>(1, kSumBlock / cols);
+  const int64_t blocks = (rows + blockRows - 1) / blockRows;
+  const size_t nSums = p.sums.size();
+  std::vector<double> partial(nSums * blocks * cols, 0.0);
+  auto part = [&](size_t s, int64_t b) {
+    return &partial[(s * blocks + b) * cols];
+  };
+  kernels::parallelFor(
+      0, blocks, std::max<int64_t>(1, kElemGrain / (blockRows * cols)),
+      [&](int64_t lo, int64_t hi) {
+        llvm::SmallVector<void *, 4> out(results.begin(), results.end());
+        for (int64_t b = lo; b < hi; ++b) {
+          for (size_t s = 0; s < nSums; ++s)
+            out[p.sums[s].store] = part(s, b);
+          k.fn(in.data(), out.data(), b * blockRows * cols,
+               std::min(rows, (b + 1) * blockRows) * cols, ctx.seed, ctx.step);
+        }
+      });
+  for (size_t s = 0; s < nSums; ++s) {
+    void *dst = results[p.sums[s].store];
+    bool f32 = p.body->type(p.stores[p.sums[s].store]).dtype == DType::F32;
+    for (int64_t c = 0; c < cols; ++c) {
+      double acc = 0;
+      for (int64_t b = 0; b < blocks; ++b)
+        acc += part(s, b)[c];
+      if (f32)
+        static_cast<float *>(dst)[c] = float(acc);
+      else
+        static_cast<double *>(dst)[c] = acc;
+    }
+  }
+}
+
 } // namespace
 
 std::string fusedKernelCacheDir() {
@@ -274,10 +322,14 @@ llvm::Error runFusedKernel(const Graph &g, const Node &node,
   for (const codegen::KernelLoad &l : p.loads)
     in.push_back(l.operand < 0 ? results[p.anchorResult] : operands[l.operand]);
   llvm::SmallVector<void *, 4> out(results.begin(), results.end());
-  kernels::parallelFor(
-      0, p.numElements(), kElemGrain, [&](int64_t lo, int64_t hi) {
-        k->fn(in.data(), out.data(), lo, hi, ctx.seed, ctx.step);
-      });
+  if (p.sums.empty()) {
+    kernels::parallelFor(
+        0, p.numElements(), kElemGrain, [&](int64_t lo, int64_t hi) {
+          k->fn(in.data(), out.data(), lo, hi, ctx.seed, ctx.step);
+        });
+    return llvm::Error::success();
+  }
+  runWithColumnSums(p, *k, in, out, ctx);
   return llvm::Error::success();
 }
 

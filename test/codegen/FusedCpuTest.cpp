@@ -36,6 +36,7 @@
 #include "runtime/train/Trainer.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace strata {
 namespace {
@@ -321,6 +322,51 @@ graph @rows(%x: f32[5,30011], %b: f32[30011], %s: f32[5,1]) {
   std::mt19937 rng(5);
   EXPECT_EQ(checkEveryKernel(*g, rng), 1);
   kernels::setNumThreads(threads);
+}
+
+// Column sums (bias gradients) over 300 rows of 130: blocks of 63 rows
+// (runtime/cpu/FusedKernels.cpp), so 5 partial rows, in f32 and f64; the
+// sums must be bitwise the same with 1 and 3 threads (the blocks, not the
+// threads, fix the summation order).
+TEST(FusedCpu, ColumnSumsMatchReduceSumAtAnyThreadCount) {
+  for (const char *t : {"f32", "f64"}) {
+    std::string text = R"(
+graph @sums(%x: T[3,100,130], %b: T[130]) {
+  %g, %db, %dx = fused(%x, %b) {kernel="sums"} : T[3,100,130], T[130], T[130] {
+    %a = add(%x, %b) : T[3,100,130]
+    %g = gelu_grad(%x, %a) {approx="tanh"} : T[3,100,130]
+    %db = reduce_sum(%g) {axes=[0, 1]} : T[130]
+    %dx = reduce_sum(%x) {axes=[0, 1]} : T[130]
+    return %g, %db, %dx
+  }
+  return %g, %db, %dx
+}
+)";
+    for (size_t at; (at = text.find("T[")) != std::string::npos;)
+      text.replace(at, 1, t);
+    auto g = parseGraph(text, "sums");
+    ASSERT_TRUE(bool(g)) << toString(g.takeError());
+    int threads = kernels::getNumThreads();
+    std::vector<std::vector<HostTensor>> runs;
+    for (int n : {1, 3}) {
+      kernels::setNumThreads(n);
+      std::mt19937 rng(11);
+      EXPECT_EQ(checkEveryKernel(*g, rng), 1) << t << ", " << n << " threads";
+      std::mt19937 same(11);
+      std::vector<HostTensor> inputs;
+      for (ValueId v : g->nodes().front().operands)
+        inputs.push_back(test::randomTensor(g->type(v), same));
+      runs.push_back(runGraph(*g, inputs, LaunchContext{}));
+    }
+    kernels::setNumThreads(threads);
+    ASSERT_EQ(runs[0].size(), 3u);
+    ASSERT_EQ(runs[1].size(), 3u);
+    for (size_t r = 0; r < 3; ++r)
+      EXPECT_EQ(std::memcmp(runs[0][r].raw(), runs[1][r].raw(),
+                            runs[0][r].bytes()),
+                0)
+          << t << " result " << r << " differs between 1 and 3 threads";
+  }
 }
 
 } // namespace

@@ -188,6 +188,44 @@ graph @g(%x: f32[8], %y: f32[8]) {
   EXPECT_TRUE(contains(src.text, "void third(")) << src.text;
 }
 
+// A bias gradient: the column sums of the kernel's value ride along with its
+// stores. The C++ kernel adds its rows into an f64 row (out1); the CUDA
+// kernel walks one column's rows per thread and stores the sum; the last
+// dim stays its own loop dim even though every load is contiguous.
+TEST(Renderer, ColumnSums) {
+  Graph g;
+  auto body = bodyOf(R"(
+graph @g(%x: f32[2,3,8], %y: f32[2,3,8]) {
+  %d, %b = fused(%x, %y) {kernel="bias_grad"} : f32[2,3,8], f32[8] {
+    %d = mul(%x, %y) : f32[2,3,8]  # mlp.act
+    %b = reduce_sum(%d) {axes=[0, 1]} : f32[8]  # mlp.fc1
+    return %d, %b
+  }
+  return %b
+}
+)",
+                     g);
+  ASSERT_TRUE(body);
+  auto p = codegen::planKernel(*body);
+  ASSERT_TRUE(bool(p)) << toString(p.takeError());
+  EXPECT_EQ(p->dims, (llvm::SmallVector<int64_t, 4>{6, 8}));
+  ASSERT_EQ(p->sums.size(), 1u);
+  EXPECT_EQ(p->sums[0].store, 1);
+  std::string cpp = codegen::renderKernels({*p}, codegen::Target::Cpp).text;
+  std::string cuda = codegen::renderKernels({*p}, codegen::Target::Cuda).text;
+  for (const std::string &s : {cpp, cuda})
+    EXPECT_TRUE(contains(s, "//   out1 = %b : f32[8], column sums of %d")) << s;
+  EXPECT_TRUE(contains(cpp, "double *out1 = static_cast<double *>(out[1]);"))
+      << cpp;
+  EXPECT_TRUE(contains(cpp, "out0[i] = v2;\n      out1[c] += (double)v2;"))
+      << cpp;
+  EXPECT_TRUE(contains(cuda, "c < 8;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "double sum1 = 0.0;\n    for (int64_t r = 0; r < 6; ++r) {"))
+      << cuda;
+  EXPECT_TRUE(contains(cuda, "sum1 += (double)v2;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "out1[c] = (float)sum1;")) << cuda;
+}
+
 struct PlanError {
   const char *name;
   const char *body;  // body lines of `%y = fused(%x, %w) : f32[2,4]`
@@ -214,9 +252,24 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, KernelPlanErrors,
     testing::Values(
         PlanError{"NoRule",
-                  "f32[2] {\n    %y = reduce_sum(%x) {axes=[1]} : f32[2]\n"
+                  "f32[2,4] {\n    %y = softmax(%x) : f32[2,4]\n"
                   "    return %y\n  }\n",
-                  "kernel k: no rendering rule for reduce_sum (%y)"},
+                  "kernel k: no rendering rule for softmax (%y)"},
+        PlanError{"OnlySum",
+                  "f32[4] {\n    %y = reduce_sum(%x) {axes=[0]} : f32[4]\n"
+                  "    return %y\n  }\n",
+                  "kernel k: has no elementwise op"},
+        PlanError{"RowSum",
+                  "f32[2] {\n    %a = neg(%x) : f32[2,4]\n"
+                  "    %y = reduce_sum(%a) {axes=[1]} : f32[2]\n"
+                  "    return %y\n  }\n",
+                  "kernel k: %y is not a column sum of the loop"},
+        PlanError{"ReadsItsSum",
+                  "f32[2,4] {\n    %a = neg(%x) : f32[2,4]\n"
+                  "    %s = reduce_sum(%a) {axes=[0]} : f32[4]\n"
+                  "    %y = add(%a, %s) : f32[2,4]\n    return %y\n  }\n",
+                  "kernel k: %y reads the column sum %s (a sum is complete "
+                  "only after the loop)"},
         PlanError{"OtherShape",
                   "f32[4,4] {\n    %a = neg(%x) : f32[2,4]\n"
                   "    %y = add(%w, %w) : f32[4,4]\n    return %y\n  }\n",
