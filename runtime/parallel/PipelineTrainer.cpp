@@ -4,7 +4,7 @@
 #include "passes/fusion/Fusion.h"
 
 #include "runtime/parallel/ParallelInterpreter.h"
-#include "runtime/parallel/SharedArenaDevice.h"
+#include "runtime/parallel/PlanExecutor.h"
 #include "runtime/parallel/Sharded.h"
 #include "runtime/train/ParamInit.h"
 
@@ -17,10 +17,19 @@ llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-HostTensor copyOf(const TensorType &t, const void *src) {
-  HostTensor h(t);
-  std::memcpy(h.raw(), src, h.bytes());
-  return h;
+/// Whether output `out` of `g` may be written straight into the buffer of
+/// input `in` (the state it replaces; kNoValue: none): its node is an
+/// elementwise in-place update or a recv, and no later node reads `in`.
+bool writesInPlace(const Graph &g, ValueId out, ValueId in) {
+  int32_t d = g.value(out).defNode;
+  if (d < 0 || (g.node(d).op != OpKind::AdamWUpdate &&
+                g.node(d).op != OpKind::Recv))
+    return false;
+  for (size_t i = d; in != kNoValue && i < g.nodes().size(); ++i)
+    if (llvm::is_contained(g.node(i).operands, in) &&
+        !(int32_t(i) == d && g.node(d).op == OpKind::AdamWUpdate))
+      return false;
+  return true;
 }
 
 void addInto(HostTensor &acc, const void *g) {
@@ -35,17 +44,44 @@ void addInto(HostTensor &acc, const void *g) {
 struct PipelineTrainer::RankState {
   int64_t pipeRank = 0, stageRank = 0; // pp coordinate; rank in stageMesh_
   std::vector<int64_t> stages;         // virtual stage of each chunk
-  /// The programs' arenas (declared before the interpreters that use it).
-  std::unique_ptr<SharedArenaDevice> workspace;
-  std::vector<std::unique_ptr<Interpreter>> fwd, bwd, evalFwd; // by chunk
-  std::unique_ptr<Interpreter> opt;
+  Device *device = nullptr;
+  std::vector<std::unique_ptr<PlanExecutor>> fwd, bwd, evalFwd; // by chunk
+  std::unique_ptr<PlanExecutor> opt;
+  /// The arena every program of the rank runs in, one at a time.
+  void *workspace = nullptr;
+  int64_t workspaceBytes = 0;
+  HostTensor lossOut = HostTensor::scalar(0), normOut = HostTensor::scalar(0);
   llvm::StringMap<HostTensor> p, m, v, grads; // held parameters, local types
   std::vector<std::vector<std::vector<HostTensor>>> stash; // [chunk][micro]
   std::vector<HostTensor> tokens, labels;                  // per microbatch
   double loss = 0; // the head's loss summed over microbatches
   double gradNorm = 0;
-  int64_t stashHeld = 0; // bytes of `stash`
-  MeasuredMemory memory; // of the last step
+  int64_t stashHeld = 0;    // bytes of `stash`
+  int64_t messagesHeld = 0; // bytes of eager sends not yet waited for
+  MeasuredMemory memory;    // of the last step
+  bool measuring = false;   // during a step
+
+  void held() {
+    if (!measuring)
+      return;
+    memory.maxStash = std::max(memory.maxStash, stashHeld);
+    memory.messages = std::max(memory.messages, messagesHeld);
+    memory.maxHeld = std::max(memory.maxHeld, stashHeld + messagesHeld);
+  }
+
+  ~RankState() {
+    if (workspace)
+      device->deallocate(workspace);
+  }
+  /// Grows the workspace to hold `bytes` (between runs).
+  void reserve(int64_t bytes) {
+    if (bytes <= workspaceBytes)
+      return;
+    if (workspace)
+      device->deallocate(workspace);
+    workspace = device->allocate(bytes);
+    workspaceBytes = bytes;
+  }
 };
 
 Mesh pipelineMesh(const ParallelConfig &c) {
@@ -142,19 +178,9 @@ llvm::Error PipelineTrainer::bind() {
     r->stageRank = rank % perStage;
     for (int64_t c = 0; c < pp.schedule.spec.virtualStages; ++c)
       r->stages.push_back(pp.schedule.stageOf(r->pipeRank, c));
-    // Sized by a first binding whose arenas are their own, then bound to one
-    // workspace of the largest arena.
-    for (int64_t capacity : {int64_t(0), int64_t(-1)}) {
-      if (capacity < 0)
-        capacity = r->workspace->largestRequest();
-      r->fwd.clear();
-      r->bwd.clear();
-      r->opt.reset();
-      r->workspace =
-          std::make_unique<SharedArenaDevice>(group_.device(l), capacity);
-      if (auto e = createInterpreters(*r))
-        return e;
-    }
+    r->device = &group_.device(l);
+    if (auto e = createExecutors(*r))
+      return e;
     for (int64_t s : r->stages) {
       const PipelineStage &st = pp.stages[s];
       // Held parameters: every parameter input of the rank's programs.
@@ -192,25 +218,31 @@ llvm::Error PipelineTrainer::bind() {
   return llvm::Error::success();
 }
 
-llvm::Error PipelineTrainer::createInterpreters(RankState &r) {
+llvm::Error PipelineTrainer::createExecutors(RankState &r) {
   const PipelinePlan &pp = plan_->pipeline;
-  auto mk = [&](const Graph &g,
-                std::unique_ptr<Interpreter> &out) -> llvm::Error {
-    auto i = Interpreter::create(g, *r.workspace);
-    if (!i)
-      return err("@" + g.name + ": " + llvm::toString(i.takeError()));
-    out = std::move(*i);
+  // The buffer plans of passes/memory (MemoryPlan.cpp), of the programs as
+  // they run (fused or not): F's outputs go to stash slots, the optimizer's
+  // to the state they replace.
+  BufferPlanOptions outside;
+  outside.outputsInArena = false;
+  auto mk = [&](const Graph &g, const BufferPlanOptions &o,
+                std::unique_ptr<PlanExecutor> &out) -> llvm::Error {
+    auto x = PlanExecutor::create(g, planBuffers(g, o), *r.device);
+    if (!x)
+      return err("@" + g.name + ": " + llvm::toString(x.takeError()));
+    out = std::move(*x);
+    r.reserve(out->arenaBytes());
     return llvm::Error::success();
   };
   for (int64_t s : r.stages) {
     r.fwd.emplace_back();
     r.bwd.emplace_back();
-    if (auto e = mk(pp.stages[s].forward, r.fwd.back()))
+    if (auto e = mk(pp.stages[s].forward, outside, r.fwd.back()))
       return e;
-    if (auto e = mk(pp.stages[s].backward, r.bwd.back()))
+    if (auto e = mk(pp.stages[s].backward, {}, r.bwd.back()))
       return e;
   }
-  return mk(pp.optimizers[r.pipeRank], r.opt);
+  return mk(pp.optimizers[r.pipeRank], outside, r.opt);
 }
 
 llvm::Error PipelineTrainer::bindEval() {
@@ -237,11 +269,12 @@ llvm::Error PipelineTrainer::bindEval() {
     RankState &r = *ranks_[l];
     r.evalFwd.clear();
     for (int64_t s : r.stages) {
-      auto i = Interpreter::create(e->pipeline.stages[s].forward,
-                                   *r.workspace);
-      if (!i)
-        return i.takeError();
-      r.evalFwd.push_back(std::move(*i));
+      const Graph &g = e->pipeline.stages[s].forward;
+      auto x = PlanExecutor::create(g, planBuffers(g), *r.device);
+      if (!x)
+        return x.takeError();
+      r.reserve((*x)->arenaBytes());
+      r.evalFwd.push_back(std::move(*x));
     }
   }
   eval_ = std::move(e);
@@ -324,27 +357,44 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
         return err("@" + g.name + ": no state for input %" + g.value(v).name);
       ins.push_back(it->second.raw());
     }
-    if (auto e = r.opt->run(ins, outs, group_.context(local, base)))
-      return e;
-    for (size_t o = 0; o < outs.size(); ++o) {
-      llvm::StringRef name = g.value(g.outputs()[o]).name;
+    // New parameters and moments are written over the old ones where that
+    // is safe, else staged and copied.
+    std::vector<void *> bound;
+    std::vector<std::pair<HostTensor, HostTensor *>> staged;
+    for (ValueId out : g.outputs()) {
+      llvm::StringRef name = g.value(out).name;
       if (name == "grad_norm") {
-        r.gradNorm = *static_cast<const float *>(outs[o]);
+        bound.push_back(r.normOut.raw());
         continue;
       }
-      if (!name.consume_front("new."))
-        return err("@" + g.name + " has an unexpected output %" + name);
+      std::string oldName = name.drop_front(4).str(); // past "new."
+      llvm::StringRef key = oldName;
       llvm::StringMap<HostTensor> *state = &r.p;
-      if (name.consume_front("adam_m."))
+      if (key.consume_front("adam_m."))
         state = &r.m;
-      else if (name.consume_front("adam_v."))
+      else if (key.consume_front("adam_v."))
         state = &r.v;
-      auto it = state->find(name);
-      if (it == state->end())
-        return err("@" + g.name + " updates %" + name +
-                   ", which this rank does not hold");
-      std::memcpy(it->second.raw(), outs[o], it->second.bytes());
+      auto it = state->find(key);
+      if (!name.startswith("new.") || it == state->end())
+        return err("@" + g.name + " has an output %" + name +
+                   " that updates no state of this rank");
+      if (writesInPlace(g, out, g.lookup(oldName))) {
+        bound.push_back(it->second.raw());
+        continue;
+      }
+      staged.emplace_back(HostTensor(g.type(out)), &it->second);
+      bound.push_back(staged.back().first.raw());
     }
+    if (auto e = r.opt->run(ins, bound, r.workspace, outs,
+                            group_.context(local, base)))
+      return e;
+    for (const Node &n : g.nodes())
+      if (n.op == OpKind::Send)
+        r.messagesHeld += g.type(n.operands[0]).bytes();
+    r.held();
+    r.gradNorm = *r.normOut.data<float>();
+    for (auto &[from, to] : staged)
+      std::memcpy(to->raw(), from.raw(), to->bytes());
     return llvm::Error::success();
   }
 
@@ -353,8 +403,8 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
   const Graph &g =
       eval ? eval_->pipeline.stages[st.index].forward
            : (forward ? st.forward : st.backward);
-  Interpreter &interp = eval ? *r.evalFwd[in.chunk]
-                             : *(forward ? r.fwd : r.bwd)[in.chunk];
+  PlanExecutor &prog = eval ? *r.evalFwd[in.chunk]
+                            : *(forward ? r.fwd : r.bwd)[in.chunk];
   std::vector<HostTensor> &stash = r.stash[in.chunk][in.microbatch];
   for (ValueId v : g.inputs()) {
     const Value &val = g.value(v);
@@ -374,19 +424,28 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
   }
   base.step = counterBase + uint64_t(in.microbatch);
   base.microbatch = uint64_t(in.microbatch);
-  if (auto e = interp.run(ins, outs, group_.context(local, base)))
+  // F writes the loss and its stash slots (allocated now, freed after B).
+  std::vector<void *> bound(g.outputs().size(), nullptr);
+  size_t first = forward && st.head ? 1 : 0;
+  if (first)
+    bound[0] = r.lossOut.raw();
+  if (forward && !eval) {
+    for (size_t o = first; o < bound.size(); ++o) {
+      stash.emplace_back(g.type(g.outputs()[o]));
+      bound[o] = stash.back().raw();
+      r.stashHeld += stash.back().bytes();
+    }
+  }
+  if (auto e = prog.run(ins, bound, r.workspace, outs,
+                        group_.context(local, base)))
     return e;
+  for (const Node &n : g.nodes())
+    if (n.op == OpKind::Send)
+      r.messagesHeld += g.type(n.operands[0]).bytes();
+  r.held();
   if (forward) {
-    size_t first = st.head ? 1 : 0;
     if (st.head)
       r.loss += double(*static_cast<const float *>(outs[0]));
-    if (!eval) {
-      for (size_t o = first; o < outs.size(); ++o) {
-        stash.push_back(copyOf(g.type(g.outputs()[o]), outs[o]));
-        r.stashHeld += stash.back().bytes();
-      }
-      r.memory.maxStash = std::max(r.memory.maxStash, r.stashHeld);
-    }
     return llvm::Error::success();
   }
   for (size_t o = 0; o < outs.size(); ++o) {
@@ -412,6 +471,7 @@ PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     for (auto &s : r->stash)
       s.assign(M, {});
     r->stashHeld = 0;
+    r->messagesHeld = 0;
   }
   return group_.forEachRank([&](size_t l) -> llvm::Error {
     RankState &r = *ranks_[l];
@@ -424,7 +484,10 @@ PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     auto c = group_.comms(l).group({"pp"});
     if (!c)
       return c.takeError();
-    return (*c)->waitSends();
+    if (auto e = (*c)->waitSends())
+      return e;
+    r.messagesHeld = 0;
+    return llvm::Error::success();
   });
 }
 
@@ -503,12 +566,8 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
         (state == &r->p ? m.parameters
          : state == &r->grads ? m.gradients
                               : m.optimizerState) += t.second.bytes();
-    int64_t shared = r->workspace->capacity();
-    m.workspace = shared;
-    for (auto *list : {&r->fwd, &r->bwd, &r->evalFwd})
-      for (auto &i : *list)
-        if (i->arenaBytes() > shared)
-          m.workspace += i->arenaBytes();
+    m.workspace = r->workspaceBytes;
+    r->measuring = true;
   }
   auto run = [&]() -> llvm::Error {
     if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false))
@@ -526,8 +585,11 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
     }
     return runStreams(opt, 0, &stats, false);
   };
-  if (auto e = run())
-    return e;
+  llvm::Error ran = run();
+  for (auto &r : ranks_)
+    r->measuring = false;
+  if (ran)
+    return std::move(ran);
   stats.gradNorm = ranks_.front()->gradNorm;
   ++step_;
   return stats;

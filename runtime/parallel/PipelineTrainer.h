@@ -34,7 +34,6 @@
 #pragma once
 
 #include "passes/pipeline/ParallelCompile.h"
-#include "runtime/Interpreter.h"
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/ParallelPlan.h"
 #include "runtime/train/Trainer.h"
@@ -62,14 +61,19 @@ struct MeasuredMemory {
   int64_t parameters = 0, gradients = 0, optimizerState = 0;
   /// The most stash bytes held at once (F outputs kept for B).
   int64_t maxStash = 0;
-  /// The programs' arenas: one shared workspace (SharedArenaDevice.h), plus
-  /// any arena bigger than it.
+  /// The one arena the rank's programs run in (PlanExecutor.h): the
+  /// largest of their buffer plans.
   int64_t workspace = 0;
+  /// The most bytes of eager sends awaiting their peer (copies the
+  /// communicator keeps until the step's end; the plan does not count them).
+  int64_t messages = 0;
+  /// The most stash and message bytes held at once.
+  int64_t maxHeld = 0;
   int64_t staticBytes() const {
     return parameters + gradients + optimizerState;
   }
   /// Everything allocated at once at the step's busiest moment.
-  int64_t peak() const { return staticBytes() + maxStash + workspace; }
+  int64_t peak() const { return staticBytes() + maxHeld + workspace; }
 };
 
 class PipelineTrainer {
@@ -117,8 +121,9 @@ private:
   struct RankState;
   PipelineTrainer(DeviceGroup &g);
   llvm::Error bind();
-  /// The rank's F, B and optimizer interpreters, on its workspace device.
-  llvm::Error createInterpreters(RankState &r);
+  /// The rank's F, B and optimizer programs, run from their buffer plans
+  /// in the rank's workspace.
+  llvm::Error createExecutors(RankState &r);
   llvm::Error bindEval();
   /// Every rank's blocks of the global microbatches (tokens, labels).
   llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,

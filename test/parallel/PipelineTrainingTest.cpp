@@ -395,11 +395,14 @@ TEST(PipelineTrainer, BadConfigurationsFailBeforeRunning) {
 }
 
 // What a pipelined step allocates per device against passes/memory's plan
-// of the same programs: parameters, gradients and AdamW state exactly; the
-// stash exactly (the most F outputs held at once under the schedule); one
-// workspace per device, within 10% of the planner's largest arena of the
-// rank's programs when outputs live in the arena as the Interpreter keeps
-// them (its packing differs a little: reshapes alias their operand).
+// of the same programs (the runtime runs each program from its buffer plan:
+// runtime/parallel/PlanExecutor.h): parameters, gradients, AdamW state and
+// the most stash held at once exactly, the workspace exactly the largest
+// planned arena of the rank's programs, and so the peak within 10% of the
+// plan's (the plan counts, per instruction, the stash held then plus the
+// running program's arena; the runtime keeps the largest arena throughout
+// and the eager sends' copies until the step's end, so its peak is the
+// plan's or a little more).
 TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
   ModelConfig model = gpt(0, 4);
   model.hidden = 64;
@@ -430,12 +433,15 @@ TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
       EXPECT_EQ(got[r].gradients, want.gradients);
       EXPECT_EQ(got[r].optimizerState, want.optimizerState);
       EXPECT_EQ(got[r].maxStash, want.maxStash);
-      int64_t arena = planBuffers(plan.pipeline.optimizers[r]).arenaBytes;
+      int64_t arena = plan.memory.optimizer[r].arenaBytes;
       for (const PipelineStage &s : plan.pipeline.stages)
         if (s.rank == int64_t(r))
-          arena = std::max({arena, planBuffers(s.forward).arenaBytes,
-                            planBuffers(s.backward).arenaBytes});
-      EXPECT_NEAR(double(got[r].workspace), double(arena), 0.1 * arena);
+          arena = std::max({arena, plan.memory.forward[s.index].arenaBytes,
+                            plan.memory.backward[s.index].arenaBytes});
+      EXPECT_EQ(got[r].workspace, arena);
+      int64_t peak = got[r].staticBytes() + got[r].maxStash + arena;
+      EXPECT_GE(peak, want.peak);
+      EXPECT_LE(double(peak), 1.1 * double(want.peak));
     }
   }
 }
