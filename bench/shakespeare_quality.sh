@@ -6,10 +6,11 @@
 # Takes several minutes on 2 cores: a benchmark, not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x build/tools/strata/strata ] || scripts/setup.sh
+S=${STRATA:-build/tools/strata/strata}  # STRATA=build-x/tools/strata/strata
+[ -x "$S" ] || scripts/setup.sh
 out=${OUT:-out/bench-shakespeare}
 rm -rf "$out"
-build/tools/strata/strata train examples/gpt_tiny.textproto --out "$out" \
+"$S" train examples/gpt_tiny.textproto --out "$out" \
   --eval-iters 200 --log-every 100 --sample 300 "$@"
 /usr/bin/python3 - "$out/metrics.jsonl" <<'PY'
 import json, sys
