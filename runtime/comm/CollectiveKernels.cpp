@@ -158,15 +158,7 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
   }
 }
 
-llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
-                            void *out, Communicators *comms,
-                            uint64_t microbatch) {
-  if (!comms)
-    return err(n, "needs communicators: run the pipeline's programs on a "
-                  "device group (runtime/parallel)");
-  auto grp = comms->group(n.attrs.getStrings("axes"));
-  if (!grp)
-    return err(n, llvm::toString(grp.takeError()));
+llvm::Expected<uint32_t> messageSlot(const Node &n, uint64_t microbatch) {
   // Gloo matches by a 32-bit slot: the tag above, the microbatch below.
   constexpr int kMicroBits = 12;
   int64_t tag = n.attrs.getInt("tag");
@@ -176,7 +168,22 @@ llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
                       llvm::Twine(microbatch) +
                       " does not fit a message slot (tags below 2^20, "
                       "microbatches below 4096)");
-  uint32_t slot = uint32_t(tag) << kMicroBits | uint32_t(microbatch);
+  return uint32_t(tag) << kMicroBits | uint32_t(microbatch);
+}
+
+llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
+                            void *out, Communicators *comms,
+                            uint64_t microbatch) {
+  if (!comms)
+    return err(n, "needs communicators: run the pipeline's programs on a "
+                  "device group (runtime/parallel)");
+  auto grp = comms->group(n.attrs.getStrings("axes"));
+  if (!grp)
+    return err(n, llvm::toString(grp.takeError()));
+  auto slotOr = messageSlot(n, microbatch);
+  if (!slotOr)
+    return slotOr.takeError();
+  uint32_t slot = *slotOr;
   int64_t peer = n.attrs.getInt("peer");
   llvm::Error e = llvm::Error::success();
   if (n.op == OpKind::Send) {

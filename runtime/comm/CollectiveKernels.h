@@ -31,4 +31,8 @@ llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
                             void *out, Communicators *comms,
                             uint64_t microbatch);
 
+/// The communicator tag of a send/recv node's message `tag` in `microbatch`
+/// (an error when either does not fit).
+llvm::Expected<uint32_t> messageSlot(const Node &n, uint64_t microbatch);
+
 } // namespace strata

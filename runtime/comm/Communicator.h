@@ -68,6 +68,9 @@ public:
                                int64_t peer, uint32_t tag) = 0;
   /// Waits until every posted send has reached its peer.
   virtual llvm::Error waitSends() = 0;
+  /// Waits for the posted sends to `peer` with `tag` (and frees their
+  /// copies); none posted is no error.
+  virtual llvm::Error waitSend(int64_t peer, uint32_t tag) = 0;
 };
 
 /// One rank's communicators over a mesh.

@@ -111,6 +111,9 @@ public:
     return err("send: a group of one rank has no peer " + llvm::Twine(peer));
   }
   llvm::Error waitSends() override { return llvm::Error::success(); }
+  llvm::Error waitSend(int64_t, uint32_t) override {
+    return llvm::Error::success();
+  }
 
 private:
   static llvm::Error copy(const void *in, void *out, int64_t count, DType dt) {
@@ -226,6 +229,8 @@ public:
                     static_cast<const char *>(buf) + count * dtypeBytes(dt));
       p.buffer = ctx_->createUnboundBuffer(p.data.data(), p.data.size());
       p.buffer->send(int(peer), gloo::Slot::build(kP2PSlotPrefix, tag));
+      p.peer = peer;
+      p.tag = tag;
       posted_.push_back(std::move(p));
       return llvm::Error::success();
     });
@@ -235,6 +240,17 @@ public:
       for (Posted &p : posted_)
         p.buffer->waitSend(rdv_->timeout());
       posted_.clear();
+      return llvm::Error::success();
+    });
+  }
+  llvm::Error waitSend(int64_t peer, uint32_t tag) override {
+    return guard("send", [&]() -> llvm::Error {
+      for (Posted &p : posted_)
+        if (p.peer == peer && p.tag == tag)
+          p.buffer->waitSend(rdv_->timeout());
+      llvm::erase_if(posted_, [&](const Posted &p) {
+        return p.peer == peer && p.tag == tag;
+      });
       return llvm::Error::success();
     });
   }
@@ -282,6 +298,8 @@ private:
   struct Posted {
     std::vector<char> data;
     std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int64_t peer = 0;
+    uint32_t tag = 0;
   };
 
   std::shared_ptr<gloo::Context> ctx_;

@@ -4,7 +4,9 @@
 #include "passes/fusion/Fusion.h"
 
 #include "runtime/parallel/ParallelInterpreter.h"
+#include "runtime/comm/CollectiveKernels.h"
 #include "runtime/parallel/PlanExecutor.h"
+#include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
 #include "runtime/train/ParamInit.h"
 
@@ -210,6 +212,11 @@ llvm::Error PipelineTrainer::bind() {
     }
     ranks_.push_back(std::move(r));
   }
+  std::vector<std::vector<Instr>> streams = pp.schedule.ranks;
+  for (auto &s : streams)
+    if (!s.empty() && s.back().kind == Instr::Optimizer)
+      s.pop_back();
+  completed_ = completedSends(pp.schedule, streams);
   for (const std::string &n : names_)
     if (!paramSharding_.count(n) || !momentSharding_.count(n))
       return err("parameter %" + n +
@@ -391,7 +398,6 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
     for (const Node &n : g.nodes())
       if (n.op == OpKind::Send)
         r.messagesHeld += g.type(n.operands[0]).bytes();
-    r.held();
     r.gradNorm = *r.normOut.data<float>();
     for (auto &[from, to] : staged)
       std::memcpy(to->raw(), from.raw(), to->bytes());
@@ -442,7 +448,6 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
       r.messagesHeld += g.type(n.operands[0]).bytes();
-  r.held();
   if (forward) {
     if (st.head)
       r.loss += double(*static_cast<const float *>(outs[0]));
@@ -464,7 +469,8 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
 
 llvm::Error
 PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
-                            uint64_t counterBase, StepStats *stats, bool eval) {
+                            uint64_t counterBase, StepStats *stats, bool eval,
+                            const CompletedSends *completed) {
   int64_t M = plan_->pipeline.schedule.microbatches;
   for (auto &r : ranks_) {
     r->loss = 0;
@@ -475,20 +481,46 @@ PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
   }
   return group_.forEachRank([&](size_t l) -> llvm::Error {
     RankState &r = *ranks_[l];
-    for (const Instr &in : streams[r.pipeRank])
-      if (auto e = runInstr(r, l, in, counterBase, stats, eval))
-        return err("pipeline rank " + llvm::Twine(r.pipeRank) + ", " +
-                   in.str() + ": " + llvm::toString(std::move(e)));
-    // Eager sends have reached their peers before the next run reuses a
-    // message slot.
     auto c = group_.comms(l).group({"pp"});
     if (!c)
       return c.takeError();
+    const std::vector<Instr> &stream = streams[r.pipeRank];
+    for (size_t i = 0; i < stream.size(); ++i) {
+      llvm::Error e = runInstr(r, l, stream[i], counterBase, stats, eval);
+      // Free the sends the schedule says were received by now.
+      for (int32_t done : completed ? (*completed)[r.pipeRank][i]
+                                    : std::vector<int32_t>{})
+        if (!e)
+          e = waitForSends(r, **c, stream[done]);
+      if (e)
+        return err("pipeline rank " + llvm::Twine(r.pipeRank) + ", " +
+                   stream[i].str() + ": " + llvm::toString(std::move(e)));
+      r.held();
+    }
+    // Eager sends have reached their peers before the next run reuses a
+    // message slot.
     if (auto e = (*c)->waitSends())
       return e;
     r.messagesHeld = 0;
     return llvm::Error::success();
   });
+}
+
+llvm::Error PipelineTrainer::waitForSends(RankState &r, Communicator &c,
+                                          const Instr &in) {
+  const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
+  const Graph &g = in.kind == Instr::Forward ? st.forward : st.backward;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Send)
+      continue;
+    auto slot = messageSlot(n, uint64_t(in.microbatch));
+    if (!slot)
+      return slot.takeError();
+    if (auto e = c.waitSend(n.attrs.getInt("peer"), *slot))
+      return e;
+    r.messagesHeld -= g.type(n.operands[0]).bytes();
+  }
+  return llvm::Error::success();
 }
 
 std::vector<std::vector<Instr>>
@@ -570,7 +602,8 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
     r->measuring = true;
   }
   auto run = [&]() -> llvm::Error {
-    if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false))
+    if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false,
+                            &completed_))
       return e;
     auto loss = headLoss(double(M));
     if (!loss)

@@ -130,8 +130,13 @@ private:
                              llvm::ArrayRef<HostTensor> labels);
   /// Runs `streams[pipeline rank]` on every rank; dropout counter
   /// counterBase + microbatch. With `eval`, the eval programs' F.
+  /// With `completed` (SendCompletion.h), sends are freed as soon as the
+  /// schedule says they were received.
+  using CompletedSends = std::vector<std::vector<std::vector<int32_t>>>;
   llvm::Error runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
-                         uint64_t counterBase, StepStats *stats, bool eval);
+                         uint64_t counterBase, StepStats *stats, bool eval,
+                         const CompletedSends *completed = nullptr);
+  llvm::Error waitForSends(RankState &r, Communicator &c, const Instr &in);
   llvm::Error runInstr(RankState &r, size_t local, const Instr &in,
                        uint64_t counterBase, StepStats *stats, bool eval);
   /// One microbatch's F of every chunk, then (unless `forwardOnly`) B in
@@ -154,6 +159,7 @@ private:
   llvm::StringMap<Sharding> paramSharding_, momentSharding_;
   llvm::StringMap<int64_t> owner_; // pipeline rank that updates a parameter
   std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
+  CompletedSends completed_; // of the step's streams
   int64_t step_ = 0;
 };
 
