@@ -5,7 +5,7 @@
 
 #include "runtime/parallel/ParallelInterpreter.h"
 #include "runtime/comm/CollectiveKernels.h"
-#include "runtime/parallel/PlanExecutor.h"
+#include "runtime/parallel/PipelineRankState.h"
 #include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
 #include "runtime/train/ParamInit.h"
@@ -34,57 +34,7 @@ bool writesInPlace(const Graph &g, ValueId out, ValueId in) {
   return true;
 }
 
-void addInto(HostTensor &acc, const void *g) {
-  float *a = acc.data<float>();
-  const float *x = static_cast<const float *>(g);
-  for (int64_t j = 0, n = acc.numElements(); j < n; ++j)
-    a[j] += x[j];
-}
 } // namespace
-
-/// One local rank: its programs, state, stash and batch blocks.
-struct PipelineTrainer::RankState {
-  int64_t pipeRank = 0, stageRank = 0; // pp coordinate; rank in stageMesh_
-  std::vector<int64_t> stages;         // virtual stage of each chunk
-  Device *device = nullptr;
-  std::vector<std::unique_ptr<PlanExecutor>> fwd, bwd, evalFwd; // by chunk
-  std::unique_ptr<PlanExecutor> opt;
-  /// The arena every program of the rank runs in, one at a time.
-  void *workspace = nullptr;
-  int64_t workspaceBytes = 0;
-  HostTensor lossOut = HostTensor::scalar(0), normOut = HostTensor::scalar(0);
-  llvm::StringMap<HostTensor> p, m, v, grads; // held parameters, local types
-  std::vector<std::vector<std::vector<HostTensor>>> stash; // [chunk][micro]
-  std::vector<HostTensor> tokens, labels;                  // per microbatch
-  double loss = 0; // the head's loss summed over microbatches
-  double gradNorm = 0;
-  int64_t stashHeld = 0;    // bytes of `stash`
-  int64_t messagesHeld = 0; // bytes of eager sends not yet waited for
-  MeasuredMemory memory;    // of the last step
-  bool measuring = false;   // during a step
-
-  void held() {
-    if (!measuring)
-      return;
-    memory.maxStash = std::max(memory.maxStash, stashHeld);
-    memory.messages = std::max(memory.messages, messagesHeld);
-    memory.maxHeld = std::max(memory.maxHeld, stashHeld + messagesHeld);
-  }
-
-  ~RankState() {
-    if (workspace)
-      device->deallocate(workspace);
-  }
-  /// Grows the workspace to hold `bytes` (between runs).
-  void reserve(int64_t bytes) {
-    if (bytes <= workspaceBytes)
-      return;
-    if (workspace)
-      device->deallocate(workspace);
-    workspace = device->allocate(bytes);
-    workspaceBytes = bytes;
-  }
-};
 
 Mesh pipelineMesh(const ParallelConfig &c) {
   Mesh m;
@@ -537,16 +487,6 @@ PipelineTrainer::singleMicrobatch(bool forwardOnly) const {
   return streams;
 }
 
-llvm::Expected<HostTensor> PipelineTrainer::gatherFromRank(
-    int64_t pipeRank, const Sharding &s,
-    llvm::function_ref<const HostTensor &(RankState &)> block) {
-  std::vector<HostTensor> blocks(stageMesh_.numDevices());
-  for (auto &r : ranks_)
-    if (r->pipeRank == pipeRank)
-      blocks[r->stageRank] = block(*r);
-  return gatherFull(blocks, s, stageMesh_);
-}
-
 llvm::Expected<double> PipelineTrainer::headLoss(double divisor) {
   const PipelineStage &head = plan_->pipeline.stages.back();
   Sharding s = shardingOf(head.forward, head.forward.outputs()[0]);
@@ -622,7 +562,7 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
   for (auto &r : ranks_)
     r->measuring = false;
   if (ran)
-    return std::move(ran);
+    return ran;
   stats.gradNorm = ranks_.front()->gradNorm;
   ++step_;
   return stats;
@@ -649,115 +589,6 @@ llvm::Expected<double> PipelineTrainer::evalLoss(const int32_t *tokens,
   if (auto e = runStreams(singleMicrobatch(true), 0, nullptr, true))
     return e;
   return headLoss(1.0);
-}
-
-llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
-  ValueId tv = forward_.lookup("tokens");
-  HostTensor tk(forward_.type(tv)), lb(forward_.type(tv));
-  std::memcpy(tk.raw(), tokens, tk.bytes());
-  std::memcpy(lb.raw(), labels, lb.bytes());
-  if (auto e = scatterBatches({tk}, {lb}))
-    return e;
-  for (auto &r : ranks_)
-    for (auto &g : r->grads)
-      std::memset(g.second.raw(), 0, g.second.bytes());
-  if (auto e = runStreams(singleMicrobatch(false), uint64_t(step_), nullptr,
-                          false))
-    return e;
-  std::vector<std::pair<std::string, HostTensor>> result;
-  auto loss = headLoss(1.0);
-  if (!loss)
-    return loss.takeError();
-  result.emplace_back("loss", HostTensor::scalar(*loss));
-  // A gradient is partial over dp within a pipeline rank and, for a tied
-  // parameter, a sum over the ranks that hold it (in rank order, as the
-  // owner's optimizer adds them).
-  const Graph &micro = plan_->micro;
-  for (const std::string &name : names_) {
-    Sharding s = shardingOf(micro, micro.lookup("grad." + name));
-    HostTensor sum;
-    bool have = false;
-    for (int64_t pr = 0; pr < plan_->pipeline.pp; ++pr) {
-      bool holds = false;
-      for (auto &r : ranks_)
-        holds |= r->pipeRank == pr && r->grads.count(name);
-      if (!holds)
-        continue;
-      auto g = gatherFromRank(pr, s, [&](RankState &r) -> const HostTensor & {
-        return r.grads[name];
-      });
-      if (!g)
-        return g.takeError();
-      if (have)
-        addInto(sum, g->raw());
-      else
-        sum = std::move(*g);
-      have = true;
-    }
-    result.emplace_back("grad." + name, std::move(sum));
-  }
-  return result;
-}
-
-llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-PipelineTrainer::gatherState() {
-  std::vector<std::pair<std::string, HostTensor>> state;
-  auto gather = [&](const std::string &key, llvm::StringRef name,
-                    const Sharding &s,
-                    llvm::StringMap<HostTensor> RankState::*field)
-      -> llvm::Error {
-    auto full = gatherFromRank(owner_[name], s,
-                               [&](RankState &r) -> const HostTensor & {
-                                 return (r.*field)[name];
-                               });
-    if (!full)
-      return full.takeError();
-    state.emplace_back(key, std::move(*full));
-    return llvm::Error::success();
-  };
-  for (const std::string &n : names_)
-    if (auto e = gather(n, n, paramSharding_[n], &RankState::p))
-      return e;
-  for (const std::string &n : names_) {
-    if (auto e = gather("adam_m." + n, n, momentSharding_[n], &RankState::m))
-      return e;
-    if (auto e = gather("adam_v." + n, n, momentSharding_[n], &RankState::v))
-      return e;
-  }
-  return state;
-}
-
-llvm::Error PipelineTrainer::scatterState(
-    llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
-  auto scatter = [&](const std::string &key, llvm::StringRef name,
-                     const Sharding &s,
-                     llvm::StringMap<HostTensor> RankState::*field)
-      -> llvm::Error {
-    const HostTensor *full = lookup(key);
-    TensorType want = forward_.type(forward_.lookup(name));
-    if (!full || full->type() != want)
-      return err("tensor '" + key + "' is missing or is not " + want.str());
-    for (auto &r : ranks_) {
-      auto it = (r.get()->*field).find(name);
-      if (it == (r.get()->*field).end())
-        continue;
-      auto block = shardOf(*full, s, stageMesh_, r->stageRank);
-      if (!block)
-        return block.takeError();
-      it->second = std::move(*block);
-    }
-    return llvm::Error::success();
-  };
-  for (const std::string &n : names_) {
-    if (auto e = scatter(n, n, paramSharding_[n], &RankState::p))
-      return e;
-    if (auto e = scatter("adam_m." + n, n, momentSharding_[n], &RankState::m))
-      return e;
-    if (auto e = scatter("adam_v." + n, n, momentSharding_[n], &RankState::v))
-      return e;
-  }
-  return llvm::Error::success();
 }
 
 } // namespace strata

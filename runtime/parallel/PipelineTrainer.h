@@ -26,6 +26,12 @@
 // tied copies start equal), and gatherState / scatterState speak the serial
 // names and logical shapes, so checkpoints move between layouts.
 //
+// Memory follows passes/memory's plan: each program runs from its buffer
+// plan (PlanExecutor.h) in one workspace per device, F writes its stash
+// slots directly, the optimizer updates the state in place, and an eager
+// send's copy is freed once the schedule proves it received
+// (SendCompletion.h). measuredMemory() reports what a step allocated.
+//
 // All ranks live in this process (the trainer reads every rank's state);
 // a failing rank stops its peers within the group's timeout as in
 // DeviceGroup::forEachRank.
