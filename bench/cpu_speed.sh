@@ -2,7 +2,8 @@
 # CPU training throughput on nanoGPT's Shakespeare configuration
 # (examples/gpt_tiny.textproto): strata (with fusion and, when available,
 # without), and a PyTorch eager reference of the same model run in this same
-# script with the same BLAS kernels and thread count. Prints tokens/s and the
+# script with the same BLAS kernels and thread count. Prints tokens/s (the
+# median of ROUNDS rounds, default 3) and the
 # ratio strata / PyTorch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,20 +29,31 @@ strata_tok_s() {  # mean tokens/s over the last 3/4 of the steps
   rm -rf "$out"
 }
 
-fused=$(strata_tok_s)
-echo "strata (default)      $fused tokens/s"
-if "$S" train --help | grep -q -- --no-fusion; then
-  unfused=$(strata_tok_s --no-fusion)
-  echo "strata --no-fusion    $unfused tokens/s"
-fi
 # PyTorch's OpenMP pool and OpenBLAS's pthreads pool can fight over the
 # cores when OpenMP workers spin: it runs both ways and keeps its best.
 torch_tok_s() {
   env "$@" OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads /usr/bin/python3 \
     bench/torch_train_speed.py --data "$data" --steps "$steps" --threads "$threads" | awk '{print $2}'
 }
-torch_spin=$(torch_tok_s)
-torch_passive=$(torch_tok_s OMP_WAIT_POLICY=passive)
+median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+# ROUNDS rounds, the contenders back to back in each, medians reported: a
+# shared machine's load comes and goes, and hits every contender alike.
+rounds=${ROUNDS:-3}
+fusion_flag=$("$S" train --help | grep -c -- --no-fusion || true)
+F=() U=() TS=() TP=()
+for ((r = 0; r < rounds; ++r)); do
+  F+=("$(strata_tok_s)")
+  if [ "$fusion_flag" -gt 0 ]; then U+=("$(strata_tok_s --no-fusion)"); fi
+  TS+=("$(torch_tok_s)")
+  TP+=("$(torch_tok_s OMP_WAIT_POLICY=passive)")
+done
+fused=$(median "${F[@]}")
+torch_spin=$(median "${TS[@]}") torch_passive=$(median "${TP[@]}")
 torch=$(( torch_spin > torch_passive ? torch_spin : torch_passive ))
-echo "pytorch eager         $torch tokens/s   (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), BLAS core $OPENBLAS_CORETYPE; spinning $torch_spin, passive $torch_passive)"
-/usr/bin/python3 -c "print(f'ratio strata/pytorch  {$fused/$torch:.2f}x')"
+echo "strata (default)      $fused tokens/s   (rounds: ${F[*]})"
+if [ "$fusion_flag" -gt 0 ]; then
+  echo "strata --no-fusion    $(median "${U[@]}") tokens/s   (rounds: ${U[*]})"
+fi
+echo "pytorch eager         $torch tokens/s   (torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), BLAS core $OPENBLAS_CORETYPE; spinning ${TS[*]}, passive ${TP[*]})"
+/usr/bin/python3 -c "print(f'ratio strata/pytorch  {$fused/$torch:.2f}x   (medians of $rounds rounds; load average now: $(cut -d' ' -f1-3 /proc/loadavg))')"
