@@ -218,8 +218,9 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
 
 // `strata verify` and `strata train` of pipelined layouts: verify reports
 // every tensor within tolerance, training on 8 devices gives the serial
-// run's losses (gradient accumulation over the same microbatches), and a
-// configuration that does not fit fails before any file is written.
+// run's losses (gradient accumulation over the same microbatches), so does
+// a plan compiled with those flags, and a configuration that does not fit
+// fails before any file is written.
 TEST_F(LaunchTest, PipelinedVerifyAndTrainMatchSerial) {
   std::ofstream d(dir_ + "/text.txt");
   for (int i = 0; i < 300; ++i)
@@ -261,6 +262,24 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
                           "microbatches, recompute selective)"),
             std::string::npos)
       << pipe.out;
+  // A plan compiled with the same flags trains the same programs.
+  std::string plan = dir_ + "/pipe.plan";
+  ASSERT_EQ(strata({"compile", spec, "--tp", "2", "--pp", "2", "--dp", "2",
+                    "--microbatches", "4", "--schedule", "1f1b",
+                    "--recompute", "selective", "-o", plan})
+                .code,
+            0);
+  std::vector<std::string> fromPlan = {"train", plan, "--data",
+                                       dir_ + "/text.txt", "--sample", "0",
+                                       "--out", dir_ + "/plan"};
+  Result planned = strata(fromPlan);
+  ASSERT_EQ(planned.code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("on 8 CPU devices (tp=2 dp=2 pp=2, 1f1b over 4 "
+                             "microbatches, recompute selective)"),
+            std::string::npos)
+      << planned.out;
+  EXPECT_EQ(losses(dir_ + "/plan"), losses(dir_ + "/pipe"));
+
   Result serial = run({"--grad-accum", "4"}, "serial");
   ASSERT_EQ(serial.code, 0) << serial.err;
   std::vector<std::string> a = losses(dir_ + "/pipe"),
