@@ -2,9 +2,8 @@
 #include "runtime/parallel/PipelineTrainer.h"
 
 #include "passes/fusion/Fusion.h"
-
-#include "runtime/parallel/ParallelInterpreter.h"
 #include "runtime/comm/CollectiveKernels.h"
+#include "runtime/parallel/ParallelInterpreter.h"
 #include "runtime/parallel/PipelineRankState.h"
 #include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
@@ -33,7 +32,6 @@ bool writesInPlace(const Graph &g, ValueId out, ValueId in) {
       return false;
   return true;
 }
-
 } // namespace
 
 Mesh pipelineMesh(const ParallelConfig &c) {
