@@ -44,125 +44,127 @@ int64_t taskGrain(const AttentionDims &d) {
   return std::max<int64_t>(1, 65536 / work);
 }
 
-/// Register blocks: 16 keys of a score row, 16 channels of an output row
-/// (one 512-bit vector of floats; the compiler keeps each block in registers).
-constexpr int64_t kBlock = 16;
-/// Independent partial sums per block, enough to hide the FMA latency; the
-/// code below sums exactly four.
-constexpr int64_t kChains = 4;
+/// Register tiles: kRows output rows by 16 columns (one 512-bit vector of
+/// floats per row): each step loads one row of x and broadcasts kRows
+/// weights, so kRows independent FMA chains share every load.
+constexpr int64_t kBlock = 16, kRows = 4;
 
 int64_t roundUp(int64_t x) { return (x + kBlock - 1) / kBlock * kBlock; }
 
-/// Scratch of one task: the head's K (and V) transposed to (D, Sp), Sp = S
-/// rounded up to whole key blocks (zero padded), and the S x Sp
-/// probabilities (and dS), each row zero past its visible keys.
-template <typename T> struct Head {
-  int64_t S, Sp, D;
-  std::vector<T> kt, vt, p, ds;
-  Head(int64_t S, int64_t D)
-      : S(S), Sp(roundUp(S)), D(D), kt(D * Sp), vt(D * Sp), p(S * Sp),
-        ds(S * Sp) {}
-
-  /// xt[d, j] = x[b, j, g, d].
-  void transpose(const T *x, Layout4 l, int64_t b, int64_t g, std::vector<T> &xt) {
-    for (int64_t j = 0; j < S; ++j) {
-      const T *xj = x + l.at(b, j, g);
-      for (int64_t d = 0; d < D; ++d)
-        xt[d * Sp + j] = xj[d];
-    }
-  }
-
-  /// row[j] = scale * a . xt[:, j] for the key blocks covering j < n.
-  void rowTimes(const T *a, const std::vector<T> &xt, int64_t n, T scale, T *row) {
-    for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-      // kChains independent sums over d: one chain would wait on each FMA.
-      T acc[kChains][kBlock] = {};
-      int64_t d = 0;
-      for (; d + kChains <= D; d += kChains)
-        for (int64_t c = 0; c < kChains; ++c) {
-          T ad = a[d + c];
-          const T *xd = &xt[(d + c) * Sp + j0];
-#pragma omp simd
-          for (int64_t j = 0; j < kBlock; ++j)
-            acc[c][j] += ad * xd[j];
-        }
-      for (; d < D; ++d) {
-        T ad = a[d];
-        const T *xd = &xt[d * Sp + j0];
-#pragma omp simd
-        for (int64_t j = 0; j < kBlock; ++j)
-          acc[0][j] += ad * xd[j];
-      }
-#pragma omp simd
-      for (int64_t j = 0; j < kBlock; ++j)
-        row[j0 + j] = ((acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j])) * scale;
-    }
-  }
-
-  /// p[i, :] = softmax of query i's scores over its n visible keys, zero
-  /// past them; returns n. Loops run over whole key blocks (no scalar
-  /// remainders): masked keys enter the max as -inf and leave the sum as 0.
-  int64_t probs(const T *qi, int64_t i, bool causal, T scale) {
-    int64_t n = causal ? i + 1 : S, nb = roundUp(n);
-    T *row = &p[i * Sp];
-    rowTimes(qi, kt, n, scale, row);
-    std::fill(row + n, row + nb, -std::numeric_limits<T>::infinity());
-    T m = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : m)
-    for (int64_t j = 0; j < nb; ++j)
-      m = std::max(m, row[j]);
-#pragma omp simd
-    for (int64_t j = 0; j < nb; ++j)
-      row[j] = kexp(row[j] - m);
-    std::fill(row + n, row + Sp, T(0));
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < nb; ++j)
-      sum += row[j];
-    T inv = T(1) / sum;
-#pragma omp simd
-    for (int64_t j = 0; j < nb; ++j)
-      row[j] *= inv;
-    return n;
-  }
-};
-
-/// out[d] = sum_r w[r * ws] x[r * xs + d] over rows r in [r0, r1), d < D,
-/// channel blocks in registers, kChains rows at a time into separate sums.
-/// Strides let it walk a column of P or dS.
-template <typename T>
-void weightedSum(const T *w, int64_t ws, const T *x, int64_t xs, int64_t r0,
-                 int64_t r1, int64_t D, T *out) {
-  int64_t d0 = 0;
-  for (; d0 + kBlock <= D; d0 += kBlock) {
-    T acc[kChains][kBlock] = {};
+/// out[k * ldo + c] = scale * sum_{r0 <= r < r1} w[k * wk + r * wr] *
+/// x[r * xs + c] for the K rows k and the C columns c. Every product of
+/// attention is one: scores (w = q rows, x = K^T), P V and dS K (w = rows
+/// of P or dS), dS^T Q and P^T dO (w = columns of dS or P).
+template <typename T, int K>
+void tile(const T *w, int64_t wk, int64_t wr, const T *x, int64_t xs,
+          int64_t r0, int64_t r1, int64_t C, T *out, int64_t ldo, T scale) {
+  int64_t c0 = 0;
+  for (; c0 + kBlock <= C; c0 += kBlock) {
+    // Two sums per row (even and odd r): twice the independent chains, and
+    // sums half as long.
+    T acc[2][K][kBlock] = {};
     int64_t r = r0;
-    for (; r + kChains <= r1; r += kChains)
-      for (int64_t c = 0; c < kChains; ++c) {
-        T wr = w[(r + c) * ws];
-        const T *xr = x + (r + c) * xs + d0;
+    for (; r + 2 <= r1; r += 2)
+      for (int h = 0; h < 2; ++h) {
+        const T *xr = x + (r + h) * xs + c0;
+        for (int k = 0; k < K; ++k) {
+          T wkr = w[k * wk + (r + h) * wr];
 #pragma omp simd
-        for (int64_t d = 0; d < kBlock; ++d)
-          acc[c][d] += wr * xr[d];
+          for (int64_t c = 0; c < kBlock; ++c)
+            acc[h][k][c] += wkr * xr[c];
+        }
       }
-    for (; r < r1; ++r) {
-      T wr = w[r * ws];
-      const T *xr = x + r * xs + d0;
+    if (r < r1) {
+      const T *xr = x + r * xs + c0;
+      for (int k = 0; k < K; ++k) {
+        T wkr = w[k * wk + r * wr];
 #pragma omp simd
-      for (int64_t d = 0; d < kBlock; ++d)
-        acc[0][d] += wr * xr[d];
+        for (int64_t c = 0; c < kBlock; ++c)
+          acc[0][k][c] += wkr * xr[c];
+      }
     }
+    for (int k = 0; k < K; ++k)
 #pragma omp simd
-    for (int64_t d = 0; d < kBlock; ++d)
-      out[d0 + d] = (acc[0][d] + acc[1][d]) + (acc[2][d] + acc[3][d]);
+      for (int64_t c = 0; c < kBlock; ++c)
+        out[k * ldo + c0 + c] = (acc[0][k][c] + acc[1][k][c]) * scale;
   }
-  for (int64_t d = d0; d < D; ++d) {
-    T acc = 0;
-    for (int64_t r = r0; r < r1; ++r)
-      acc += w[r * ws] * x[r * xs + d];
-    out[d] = acc;
+  for (int64_t c = c0; c < C; ++c)
+    for (int k = 0; k < K; ++k) {
+      T acc = 0;
+      for (int64_t r = r0; r < r1; ++r)
+        acc += w[k * wk + r * wr] * x[r * xs + c];
+      out[k * ldo + c] = acc * scale;
+    }
+}
+
+/// tile<K> for a run-time K in [1, kRows].
+template <typename T>
+void tileRows(int64_t K, const T *w, int64_t wk, int64_t wr, const T *x,
+              int64_t xs, int64_t r0, int64_t r1, int64_t C, T *out,
+              int64_t ldo, T scale) {
+  switch (K) {
+  case 4: return tile<T, 4>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  case 3: return tile<T, 3>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  case 2: return tile<T, 2>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  default: return tile<T, 1>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
   }
 }
+
+/// row[0, Sp) = softmax of the scores row[0, n), zero past n. Loops run over
+/// whole key blocks (no scalar remainders): masked keys enter the max as
+/// -inf and leave the sum as 0.
+template <typename T> void softmaxRow(T *row, int64_t n, int64_t Sp) {
+  int64_t nb = roundUp(n);
+  std::fill(row + n, row + nb, -std::numeric_limits<T>::infinity());
+  T m = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : m)
+  for (int64_t j = 0; j < nb; ++j)
+    m = std::max(m, row[j]);
+#pragma omp simd
+  for (int64_t j = 0; j < nb; ++j)
+    row[j] = kexp(row[j] - m);
+  std::fill(row + n, row + Sp, T(0));
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < nb; ++j)
+    sum += row[j];
+  T inv = T(1) / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < nb; ++j)
+    row[j] *= inv;
+}
+
+/// One (b, head) task's view and scratch: the head's rows of q (and dout),
+/// K and V transposed to (D, Sp) with Sp = S rounded up to whole key blocks
+/// (zero padded), and the S x Sp probabilities P (and dS), each row zero
+/// past its visible keys.
+template <typename T> struct Head {
+  int64_t S, Sp, D;
+  bool causal;
+  T scale;
+  std::vector<T> kt, vt, p, ds;
+  Head(int64_t S, int64_t D, bool causal, T scale)
+      : S(S), Sp(roundUp(S)), D(D), causal(causal), scale(scale), kt(D * Sp),
+        vt(D * Sp), p(S * Sp), ds(S * Sp) {}
+
+  /// xt[d, j] = x[j * xs + d].
+  void transpose(const T *x, int64_t xs, std::vector<T> &xt) {
+    for (int64_t j = 0; j < S; ++j)
+      for (int64_t d = 0; d < D; ++d)
+        xt[d * Sp + j] = x[j * xs + d];
+  }
+  /// Keys visible to query i.
+  int64_t visible(int64_t i) const { return causal ? i + 1 : S; }
+
+  /// Rows [i0, i0 + K) of P from the head's queries q (row stride qs).
+  void probs(const T *q, int64_t qs, int64_t i0, int64_t K) {
+    int64_t nb = roundUp(visible(i0 + K - 1));
+    tileRows(K, q + i0 * qs, qs, int64_t(1), kt.data(), Sp, int64_t(0), D, nb,
+             &p[i0 * Sp], Sp, scale);
+    for (int64_t k = 0; k < K; ++k)
+      softmaxRow(&p[(i0 + k) * Sp], visible(i0 + k), Sp);
+  }
+};
 
 } // namespace
 
@@ -173,17 +175,19 @@ void attentionFwd(const T *q, const T *k, const T *v, T *out,
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
   const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
-  int64_t group = Hq / Hkv;
+  const int64_t group = Hq / Hkv, qs = Hq * D, ks = Hkv * D;
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    Head<T> head(S, D);
+    Head<T> head(S, D, causal, T(scale));
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
-      head.transpose(k, kl, b, g, head.kt);
-      const T *vh = v + kl.at(b, 0, g);
-      for (int64_t i = 0; i < S; ++i) {
-        int64_t n = head.probs(q + ql.at(b, i, h), i, causal, T(scale));
-        weightedSum(&head.p[i * head.Sp], 1, vh, Hkv * D, 0, n, D,
-                    out + ql.at(b, i, h));
+      head.transpose(k + kl.at(b, 0, g), ks, head.kt);
+      for (int64_t i0 = 0; i0 < S; i0 += kRows) {
+        int64_t K = std::min(kRows, S - i0);
+        head.probs(q + ql.at(b, 0, h), qs, i0, K);
+        // out_i = sum_j p_ij v_j (p is zero past each row's visible keys).
+        tileRows(K, &head.p[i0 * head.Sp], head.Sp, int64_t(1),
+                 v + kl.at(b, 0, g), ks, int64_t(0), head.visible(i0 + K - 1),
+                 D, out + ql.at(b, i0, h), qs, T(1));
       }
     }
   });
@@ -197,7 +201,7 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
   const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
-  int64_t group = Hq / Hkv;
+  const int64_t group = Hq / Hkv, qs = Hq * D, ks = Hkv * D;
   // With group > 1 several tasks feed one kv head: each task writes its own
   // (S, D) slice of a parts buffer, reduced in head order afterwards.
   std::vector<T> dkParts, dvParts;
@@ -206,46 +210,59 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
     dvParts.resize(B * Hq * S * D);
   }
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    Head<T> head(S, D);
-    const int64_t Sp = head.Sp, qs = Hq * D, ks = Hkv * D;
+    Head<T> head(S, D, causal, T(scale));
+    const int64_t Sp = head.Sp;
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
-      head.transpose(k, kl, b, g, head.kt);
-      head.transpose(v, kl, b, g, head.vt);
       const T *qh = q + ql.at(b, 0, h), *doh = dout + ql.at(b, 0, h);
       const T *kh = k + kl.at(b, 0, g);
-      for (int64_t i = 0; i < S; ++i) {
-        int64_t n = head.probs(qh + i * qs, i, causal, T(scale));
-        const T *p = &head.p[i * Sp];
-        // ds_j = scale p_j (dp_j - sum_l p_l dp_l), dp_j = dout_i . v_j.
-        T *ds = &head.ds[i * Sp];
-        head.rowTimes(doh + i * qs, head.vt, n, T(1), ds);
-        // Whole key blocks: p is 0 past n, so ds is too (dp there is finite).
-        int64_t nb = roundUp(n);
-        T pdp = 0;
+      head.transpose(kh, ks, head.kt);
+      head.transpose(v + kl.at(b, 0, g), ks, head.vt);
+      for (int64_t i0 = 0; i0 < S; i0 += kRows) {
+        int64_t K = std::min(kRows, S - i0);
+        int64_t n = head.visible(i0 + K - 1), nb = roundUp(n);
+        head.probs(qh, qs, i0, K);
+        // dp_ij = dout_i . v_j, then ds_ij = scale p_ij (dp_ij - sum_l p_il
+        // dp_il) over whole key blocks: p is 0 past each row's visible keys,
+        // so ds is too (dp there is finite).
+        tileRows(K, doh + i0 * qs, qs, int64_t(1), head.vt.data(), Sp,
+                 int64_t(0), D, nb, &head.ds[i0 * Sp], Sp, T(1));
+        for (int64_t r = i0; r < i0 + K; ++r) {
+          const T *p = &head.p[r * Sp];
+          T *ds = &head.ds[r * Sp];
+          T pdp = 0;
 #pragma omp simd reduction(+ : pdp)
-        for (int64_t j = 0; j < nb; ++j)
-          pdp += p[j] * ds[j];
+          for (int64_t j = 0; j < nb; ++j)
+            pdp += p[j] * ds[j];
 #pragma omp simd
-        for (int64_t j = 0; j < nb; ++j)
-          ds[j] = T(scale) * p[j] * (ds[j] - pdp);
-        std::fill(ds + nb, ds + Sp, T(0));
-        weightedSum(ds, 1, kh, ks, 0, n, D, dq + ql.at(b, i, h));
+          for (int64_t j = 0; j < nb; ++j)
+            ds[j] = T(scale) * p[j] * (ds[j] - pdp);
+          std::fill(ds + nb, ds + Sp, T(0));
+        }
+        // dq_i = sum_j ds_ij k_j.
+        tileRows(K, &head.ds[i0 * Sp], Sp, int64_t(1), kh, ks, int64_t(0), n,
+                 D, dq + ql.at(b, i0, h), qs, T(1));
       }
       // dk_j = sum_i ds_ij q_i, dv_j = sum_i p_ij dout_i over the queries
-      // that see key j (i >= j when causal).
-      for (int64_t j = 0; j < S; ++j) {
+      // that see key j (i >= j when causal; the zeros of ds and p cover the
+      // rows a tile's later keys do not see).
+      for (int64_t j0 = 0; j0 < S; j0 += kRows) {
+        int64_t K = std::min(kRows, S - j0), i0 = causal ? j0 : 0;
         T *dkj, *dvj;
+        int64_t ld;
         if (group > 1) {
-          dkj = &dkParts[(task * S + j) * D];
-          dvj = &dvParts[(task * S + j) * D];
+          dkj = &dkParts[(task * S + j0) * D];
+          dvj = &dvParts[(task * S + j0) * D];
+          ld = D;
         } else {
-          dkj = dk + kl.at(b, j, g);
-          dvj = dv + kl.at(b, j, g);
+          dkj = dk + kl.at(b, j0, g);
+          dvj = dv + kl.at(b, j0, g);
+          ld = ks;
         }
-        int64_t i0 = causal ? j : 0;
-        weightedSum(&head.ds[j], Sp, qh, qs, i0, S, D, dkj);
-        weightedSum(&head.p[j], Sp, doh, qs, i0, S, D, dvj);
+        tileRows(K, &head.ds[j0], int64_t(1), Sp, qh, qs, i0, S, D, dkj, ld,
+                 T(1));
+        tileRows(K, &head.p[j0], int64_t(1), Sp, doh, qs, i0, S, D, dvj, ld,
+                 T(1));
       }
     }
   });
