@@ -1,7 +1,11 @@
 //===- MatMulTest.cpp - Batched GEMM vs a naive triple loop ----------------===//
 #include "runtime/kernels/MatMul.h"
 
+#include "runtime/kernels/Parallel.h"
+
 #include "TestUtil.h"
+
+#include <cstring>
 
 using namespace strata::kernels;
 using namespace strata::kernels::test;
@@ -84,6 +88,41 @@ TEST(MatMul, CustomStridesAndEmptyK) {
   GemmArgs e;
   e.M = 2, e.N = 2, e.K = 0, e.beta = 1.0;
   runCase(e, rng); // C = beta C
+}
+
+// GEMMs big enough to be cut into tiles across threads (matmul() splits
+// the larger of M and N into 32-wide tiles of >= 2 MFLOP): every transpose,
+// a folded batch and a per-entry batch. Each must match the reference, and
+// be bitwise the same on 1 and 3 threads (tiles never split a dot product).
+TEST(MatMul, TiledAcrossThreadsIsExactAndThreadCountFree) {
+  Rng rng;
+  int threads = getNumThreads();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t shape : {0, 1, 2}) {
+        GemmArgs g;
+        g.transA = ta, g.transB = tb;
+        // rows split (M > N), columns split (N > M), folded batch of 2.
+        g.M = shape == 1 ? 40 : 300, g.N = shape == 1 ? 330 : 70, g.K = 200;
+        if (shape == 2)
+          g.batch = 2, g.strideB = ta ? -1 : 0;
+        std::vector<double> A = rng.normal(g.batch * g.M * g.K),
+                            B = rng.normal(g.batch * g.K * g.N);
+        std::vector<double> ref =
+            gemmRef(A, B, std::vector<double>(g.batch * g.M * g.N), g);
+        std::vector<float> Af = cast<float>(A), Bf = cast<float>(B);
+        std::vector<float> c1(ref.size()), c3(ref.size());
+        setNumThreads(1);
+        matmul(Af.data(), Bf.data(), c1.data(), g);
+        setNumThreads(3);
+        matmul(Af.data(), Bf.data(), c3.data(), g);
+        // K = 200 products of unit normals: sums ~sqrt(200) = 14, and f32
+        // accumulation adds ~K * 6e-8 relative of the partial sums at worst.
+        EXPECT_TRUE(allClose("tiled gemm f32", c3, ref, 2e-4, 2e-4));
+        EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
+            << "transA=" << ta << " transB=" << tb << " shape " << shape;
+      }
+  setNumThreads(threads);
 }
 
 } // namespace
