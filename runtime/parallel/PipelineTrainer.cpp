@@ -1,7 +1,6 @@
 //===- PipelineTrainer.cpp - Training a pipelined plan on CPU devices ------===//
 #include "runtime/parallel/PipelineTrainer.h"
 
-#include "passes/fusion/Fusion.h"
 #include "runtime/comm/CollectiveKernels.h"
 #include "runtime/parallel/ParallelInterpreter.h"
 #include "runtime/parallel/PipelineRankState.h"
@@ -56,6 +55,8 @@ ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &c,
   o.recompute = c.recompute;
   o.memoryBudget = c.memoryBudget;
   o.optimizer = t.optimizer;
+  // Fused before memory planning: the plan's buffers are the fused programs'.
+  o.fusion = t.fusion;
   return o;
 }
 
@@ -96,14 +97,6 @@ PipelineTrainer::create(const Graph &forward, const Graph &evalForward,
   t->forward_ = forward;
   t->evalForward_ = evalForward;
   t->plan_ = std::make_unique<CompiledPipeline>(std::move(*compiled));
-  if (options.fusion) {
-    for (PipelineStage &s : t->plan_->pipeline.stages) {
-      fuseGraph(s.forward);
-      fuseGraph(s.backward);
-    }
-    for (Graph &g : t->plan_->pipeline.optimizers)
-      fuseGraph(g);
-  }
   if (auto e = t->bind())
     return e;
   return t;
@@ -217,9 +210,6 @@ llvm::Error PipelineTrainer::bindEval() {
   if (!compiled)
     return compiled.takeError();
   auto e = std::make_unique<CompiledPipeline>(std::move(*compiled));
-  if (opts_.fusion)
-    for (PipelineStage &s : e->pipeline.stages)
-      fuseGraph(s.forward);
   for (size_t l = 0; l < ranks_.size(); ++l) {
     RankState &r = *ranks_[l];
     r.evalFwd.clear();

@@ -419,14 +419,23 @@ TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
   model.ffn = 256;
   model.seq = 32;
   Graph fwd = buildModelGraph(model);
-  for (const char *sched : {"1f1b", "gpipe", "interleaved:2"}) {
+  // The fused case's plan is of the fused programs (ParallelCompileOptions).
+  struct Case {
+    const char *sched;
+    bool fused;
+  };
+  for (auto [sched, fused] : {Case{"1f1b", false}, Case{"gpipe", false},
+                              Case{"interleaved:2", false},
+                              Case{"1f1b", true}}) {
     RecomputeMode rm = sched[0] == '1'   ? kNone
                        : sched[0] == 'g' ? kSelective
                                          : kFull;
     ParallelConfig c = pipelined(2, sched, rm, 2, 1);
     auto group = DeviceGroup::inProcess(pipelineMesh(c), quick());
     ASSERT_TRUE(bool(group));
-    auto t = PipelineTrainer::create(fwd, fwd, training(4), c, **group);
+    TrainOptions opts = training(4);
+    opts.fusion = fused;
+    auto t = PipelineTrainer::create(fwd, fwd, opts, c, **group);
     ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
     ASSERT_FALSE(bool((*t)->initParams()));
     int64_t step = 0;
@@ -436,7 +445,8 @@ TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
     const CompiledPipeline &plan = (*t)->compiled();
     ASSERT_EQ(got.size(), plan.memory.ranks.size());
     for (size_t r = 0; r < got.size(); ++r) {
-      SCOPED_TRACE(std::string(sched) + " rank " + std::to_string(r));
+      SCOPED_TRACE(std::string(sched) + (fused ? " fused" : "") + " rank " +
+                   std::to_string(r));
       const RankMemory &want = plan.memory.ranks[r];
       EXPECT_EQ(got[r].parameters, want.parameters);
       EXPECT_EQ(got[r].gradients, want.gradients);
