@@ -19,7 +19,7 @@ CpuDevice::~CpuDevice() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  workCv_.notify_one();
   worker_.join();
 }
 
@@ -75,12 +75,12 @@ void CpuDevice::enqueue(std::function<llvm::Error()> work) {
     queue_.push_back(std::move(work));
     ++pending_;
   }
-  cv_.notify_all();
+  workCv_.notify_one();
 }
 
 llvm::Error CpuDevice::synchronize() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return pending_ == 0; });
+  doneCv_.wait(lock, [this] { return pending_ == 0; });
   if (firstError_.empty()) return llvm::Error::success();
   std::string msg = std::move(firstError_);
   firstError_.clear();
@@ -92,7 +92,7 @@ void CpuDevice::workerLoop() {
     std::function<llvm::Error()> work;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      workCv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stop_ and drained
       work = std::move(queue_.front());
       queue_.pop_front();
@@ -105,12 +105,13 @@ void CpuDevice::workerLoop() {
       skip = !firstError_.empty();
     }
     llvm::Error e = skip ? llvm::Error::success() : work();
+    bool drained;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (e) firstError_ = llvm::toString(std::move(e));
-      --pending_;
+      drained = --pending_ == 0;
     }
-    cv_.notify_all();
+    if (drained) doneCv_.notify_all();
   }
 }
 

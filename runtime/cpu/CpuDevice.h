@@ -48,7 +48,10 @@ private:
 
   int index_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  // Two waits: the worker for work, synchronize() for an empty stream. One
+  // shared condition variable woke every waiting caller after every kernel
+  // (a futex wake and a context switch per node of a program).
+  std::condition_variable workCv_, doneCv_;
   std::deque<std::function<llvm::Error()>> queue_;
   int64_t pending_ = 0;  // enqueued and not finished
   bool stop_ = false;
