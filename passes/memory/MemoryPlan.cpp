@@ -42,9 +42,16 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
             m.gradients += g->type(v).bytes();
           }
     }
-    for (ValueId v : p.optimizers[r].params()) {
-      const TensorType &t = p.optimizers[r].type(v);
-      m.optimizerState += 2 * 4 * t.numElements();
+    // The AdamW moments as the program holds them: f32, split over dp by
+    // the distributed optimizer.
+    const Graph &opt = p.optimizers[r];
+    for (ValueId v : opt.inputs()) {
+      llvm::StringRef name = opt.value(v).name;
+      if (name.startswith("adam_m.") || name.startswith("adam_v."))
+        m.optimizerState += 4 * opt.type(v).numElements();
+    }
+    for (ValueId v : opt.params()) {
+      const TensorType &t = opt.type(v);
       if (t.dtype != DType::F32)
         m.masterParams += 4 * t.numElements();
     }

@@ -70,6 +70,9 @@ llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
 
 llvm::Expected<CompiledPipeline>
 compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
+  if (o.distributedOptimizer && o.pp > 1)
+    return err("the distributed optimizer is not supported with pipeline "
+               "parallelism yet (drop --distributed-optimizer, or use pp 1)");
   auto micro = microbatchGraph(forward, o);
   if (!micro)
     return micro.takeError();
@@ -79,6 +82,7 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
   po.microbatches = o.microbatches;
   po.layersPerStage = o.layersPerStage;
   po.optimizer = o.optimizer;
+  po.distributedOptimizer = o.distributedOptimizer;
   RecomputeOptions ro;
   ro.mode =
       o.recompute == RecomputeMode::Auto ? RecomputeMode::None : o.recompute;

@@ -415,7 +415,8 @@ llvm::Expected<PipelinePlan> Cutter::run() {
   }
   for (int64_t r = 0; r < P; ++r) {
     auto opt =
-        buildStageOptimizer(g_, mesh_, r, held[r], messages, o_.optimizer);
+        buildStageOptimizer(g_, mesh_, r, held[r], messages, o_.optimizer,
+                            o_.distributedOptimizer);
     if (!opt)
       return opt.takeError();
     plan.optimizers.push_back(std::move(*opt));

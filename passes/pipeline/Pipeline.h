@@ -29,6 +29,9 @@ struct PipelineOptions {
   /// Blocks per virtual stage (P * V entries); empty: balance by cost.
   std::vector<int64_t> layersPerStage;
   OptimizerConfig optimizer;
+  /// ZeRO-1 optimizer programs (passes/spmd/DistributedOptimizer.h); pp = 1
+  /// only.
+  bool distributedOptimizer = false;
 };
 
 /// Builds and verifies the plan (verifyPipelinePlan). Errors speak of the
@@ -58,7 +61,7 @@ llvm::Expected<Graph>
 buildStageOptimizer(const Graph &micro, const std::optional<Mesh> &programMesh,
                     int64_t rank, llvm::ArrayRef<ValueId> held,
                     llvm::ArrayRef<TiedMessage> tied,
-                    const OptimizerConfig &config);
+                    const OptimizerConfig &config, bool distributed);
 
 /// A `send` / `recv` pair's attributes (see PipelinePlan.h), with the
 /// provenance every inserted collective carries (ir/Ops.def).

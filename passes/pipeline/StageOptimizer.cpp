@@ -11,6 +11,7 @@
 #include "passes/pipeline/GraphCopy.h"
 #include "passes/pipeline/Pipeline.h"
 #include "passes/spmd/CombineAllReduce.h"
+#include "passes/spmd/DistributedOptimizer.h"
 #include "passes/spmd/Partitioner.h"
 
 namespace strata::pipeline {
@@ -32,9 +33,11 @@ TensorType globalType(const Graph &g, ValueId v) {
   return t;
 }
 
-/// The AdamW graph of `owned`, partitioned when `micro` is.
+/// The AdamW graph of `owned`, partitioned when `micro` is: gradients
+/// partial over dp, and with `distributed` the ZeRO-1 layout
+/// (passes/spmd/DistributedOptimizer.h).
 llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
-                            const OptimizerConfig &config) {
+                            const OptimizerConfig &config, bool distributed) {
   Graph params;
   params.name = micro.name;
   params.mesh = micro.mesh;
@@ -46,20 +49,17 @@ llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
   Graph opt = buildOptimizerGraph(params, config);
   if (!micro.partitioned)
     return opt;
-  // The microbatch programs' gradients are partial sums over dp.
-  if (opt.mesh && opt.mesh->axisSize("dp") > 1)
-    for (ValueId v : opt.inputs()) {
-      Value &in = opt.value(v);
-      if (!llvm::StringRef(in.name).startswith("grad."))
-        continue;
-      Sharding s =
-          in.sharding ? *in.sharding : Sharding::replicated(in.type.rank());
-      s.partial = {"dp"};
-      in.sharding = s;
-    }
+  int64_t dp = opt.mesh ? opt.mesh->axisSize("dp") : 1;
+  seedDataParallelOptimizer(opt, dp, distributed);
   spmd::PartitionOptions po;
   po.keepPartial.clear();
-  return spmd::Partitioner(opt, po).run();
+  auto part = spmd::Partitioner(opt, po).run();
+  if (!part)
+    return part.takeError();
+  if (distributed && dp > 1)
+    if (auto e = gatherUpdatedParams(*part))
+      return e;
+  return part;
 }
 } // namespace
 
@@ -88,7 +88,8 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
                                           int64_t rank,
                                           llvm::ArrayRef<ValueId> held,
                                           llvm::ArrayRef<TiedMessage> tied,
-                                          const OptimizerConfig &config) {
+                                          const OptimizerConfig &config,
+                                          bool distributed) {
   auto ownedBy = [&](ValueId p) {
     for (const TiedMessage &m : tied)
       if (m.param == p)
@@ -99,7 +100,7 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
   for (ValueId p : held)
     if (ownedBy(p) == rank)
       owned.push_back(p);
-  auto opt = adamw(micro, owned, config);
+  auto opt = adamw(micro, owned, config, distributed);
   if (!opt)
     return opt.takeError();
 

@@ -19,8 +19,11 @@ struct Group {
   int64_t bytes = 0;
 };
 
+/// The group (axes as a set), reduce kind and dtype.
 std::string keyOf(const Graph &g, const Node &n) {
-  return llvm::join(n.attrs.getStrings("axes"), ",") + "|" +
+  StrList axes = n.attrs.getStrings("axes");
+  llvm::sort(axes);
+  return llvm::join(axes, ",") + "|" +
          n.attrs.getString("reduce", "sum") + "|" +
          dtypeName(g.type(n.operands[0]).dtype).str();
 }

@@ -73,6 +73,11 @@ cl::opt<std::string> savedState(
         "megatron (Megatron-LM's unfused layers, Korthikanti et al. 2022)"),
     cl::init("strata"), cl::sub(compileCmd), cl::cat(cat));
 
+cl::opt<bool> distributedOptimizer(
+    "distributed-optimizer",
+    cl::desc("Shard the AdamW state over dp (ZeRO-1): reduce-scatter the "
+             "gradients, update a shard, all-gather the parameters"),
+    cl::sub(compileCmd), cl::cat(cat));
 cl::opt<bool> noFusion(
     "no-fusion",
     cl::desc("Keep every op unfused (no generated kernels in the plan)"),
@@ -124,6 +129,7 @@ Expected<ParallelCompileOptions> parallelOptions(const pb::ModelSpec &spec) {
   o.optimizer.weight_decay = t.weight_decay();
   o.optimizer.grad_clip = t.grad_clip();
   o.fusion = !noFusion;
+  o.distributedOptimizer = distributedOptimizer;
   return o;
 }
 

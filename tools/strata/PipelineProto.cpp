@@ -30,6 +30,7 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
     cfg->add_recomputed_layers(l);
   cfg->set_memory_budget(std::max<int64_t>(o.memoryBudget, 0));
   cfg->set_fusion(o.fusion);
+  cfg->set_distributed_optimizer(o.distributedOptimizer);
 
   pb::Pipeline *pipe = plan.mutable_pipeline();
   for (const PipelineStage &s : p.stages) {

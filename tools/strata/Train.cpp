@@ -125,7 +125,7 @@ Expected<RunOptions> buildOptions() {
     auto layout = planLayout(loaded->plan);
     if (!layout) return usage(toString(layout.takeError()));
     o.parallel = *layout;
-    o.parallel.distributedOptimizer = distOpt;
+    o.parallel.distributedOptimizer |= distOpt;
     if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0 &&
         gradAccum == -1 && microbatches == -1)
       t.set_grad_accum(loaded->plan.parallel().microbatches());

@@ -116,7 +116,7 @@ int runVerify() {
           inconvertibleErrorCode(),
           input + ": error: " + toString(layout.takeError())));
     o.parallel = *layout;
-    o.parallel.distributedOptimizer = distOpt;
+    o.parallel.distributedOptimizer |= distOpt;
     if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0)
       training.gradAccum = loaded->plan.parallel().microbatches();
   }
