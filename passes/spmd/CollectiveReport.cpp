@@ -6,21 +6,6 @@
 namespace strata {
 
 namespace {
-bool isCommunication(OpKind k) {
-  switch (k) {
-  case OpKind::AllReduce:
-  case OpKind::AllGather:
-  case OpKind::ReduceScatter:
-  case OpKind::AllToAll:
-  case OpKind::BroadcastFrom:
-  case OpKind::Send:
-  case OpKind::Recv:
-    return true;
-  default:
-    return false;
-  }
-}
-
 /// Bytes each device sends for one call moving `bytes` in a group of `n`.
 int64_t ringSentBytes(OpKind k, int64_t bytes, int64_t n) {
   switch (k) {
@@ -41,7 +26,7 @@ int64_t ringSentBytes(OpKind k, int64_t bytes, int64_t n) {
 void listCollectives(const Graph &program, llvm::StringRef label,
                      int64_t runsPerStep, std::vector<CollectiveUse> &out) {
   for (const Node &n : program.nodes()) {
-    if (!isCommunication(n.op))
+    if (!isCollective(n.op))
       continue;
     CollectiveUse u;
     u.program = label.str();

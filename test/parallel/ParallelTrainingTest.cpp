@@ -17,6 +17,7 @@
 #include "ir/IRText.h"
 #include "runtime/parallel/ParallelTrainer.h"
 #include "runtime/parallel/Verify.h"
+#include "test/parallel/TinyModels.h"
 
 #include <gtest/gtest.h>
 
@@ -28,58 +29,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// GPT: padded vocab 32, 4 heads of 4, ffn 64.
-ModelConfig gpt(double dropout = 0) {
-  ModelConfig c;
-  c.family = pb::ModelSpec::GPT;
-  c.name = "gpt-par";
-  c.vocab = 30;
-  c.paddedVocab = 32;
-  c.hidden = 16;
-  c.layers = 2;
-  c.heads = 4;
-  c.kvHeads = 4;
-  c.headDim = 4;
-  c.ffn = 64;
-  c.seq = 8;
-  c.microBatch = 4;
-  c.dropout = dropout;
-  c.normEps = 1e-5;
-  c.initStd = 0.02;
-  c.tieEmbeddings = true;
-  return c;
-}
-
-/// Llama: 8 query heads over 4 KV heads (GQA), ffn 48, untied head.
-ModelConfig llama(double dropout = 0) {
-  ModelConfig c = gpt(dropout);
-  c.family = pb::ModelSpec::LLAMA;
-  c.name = "llama-par";
-  c.hidden = 32;
-  c.heads = 8;
-  c.kvHeads = 4;
-  c.headDim = 4;
-  c.ffn = 48;
-  c.ropeTheta = 10000;
-  c.tieEmbeddings = false;
-  return c;
-}
-
+ModelConfig gpt(double dropout = 0) { return test::tinyGpt(dropout, 2); }
+ModelConfig llama(double dropout = 0) { return test::tinyLlama(dropout, 2); }
 TrainOptions training(int64_t gradAccum = 1, double gradClip = 1.0) {
-  TrainOptions t;
-  t.gradAccum = gradAccum;
-  t.schedule = LRSchedule{1e-2, 1e-3, 1, 5};
-  t.optimizer.weight_decay = 0.1;
-  t.optimizer.grad_clip = gradClip;
-  t.seed = 7;
-  return t;
+  return test::tinyTraining(gradAccum, gradClip);
 }
-
-DeviceGroupOptions quick() {
-  DeviceGroupOptions o;
-  o.timeout = 60s;
-  return o;
-}
+DeviceGroupOptions quick() { return test::quickDevices(); }
 
 struct Case {
   const char *name;

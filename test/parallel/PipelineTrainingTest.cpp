@@ -21,6 +21,7 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/parallel/PipelineTrainer.h"
 #include "runtime/parallel/Verify.h"
+#include "test/parallel/TinyModels.h"
 
 #include <gtest/gtest.h>
 
@@ -32,58 +33,16 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// GPT with 4 blocks: padded vocab 32, 4 heads of 4, ffn 64, tied wte.
 ModelConfig gpt(double dropout = 0, int64_t layers = 4) {
-  ModelConfig c;
-  c.family = pb::ModelSpec::GPT;
-  c.name = "gpt-pipe";
-  c.vocab = 30;
-  c.paddedVocab = 32;
-  c.hidden = 16;
-  c.layers = layers;
-  c.heads = 4;
-  c.kvHeads = 4;
-  c.headDim = 4;
-  c.ffn = 64;
-  c.seq = 8;
-  c.microBatch = 4;
-  c.dropout = dropout;
-  c.normEps = 1e-5;
-  c.initStd = 0.02;
-  c.tieEmbeddings = true;
-  return c;
+  return test::tinyGpt(dropout, layers);
 }
-
-/// Llama: 8 query heads over 4 KV heads (GQA), ffn 48, untied head.
 ModelConfig llama(double dropout = 0, int64_t layers = 4) {
-  ModelConfig c = gpt(dropout, layers);
-  c.family = pb::ModelSpec::LLAMA;
-  c.name = "llama-pipe";
-  c.hidden = 32;
-  c.heads = 8;
-  c.kvHeads = 4;
-  c.headDim = 4;
-  c.ffn = 48;
-  c.ropeTheta = 10000;
-  c.tieEmbeddings = false;
-  return c;
+  return test::tinyLlama(dropout, layers);
 }
-
 TrainOptions training(int64_t microbatches, double gradClip = 1.0) {
-  TrainOptions t;
-  t.gradAccum = microbatches;
-  t.schedule = LRSchedule{1e-2, 1e-3, 1, 5};
-  t.optimizer.weight_decay = 0.1;
-  t.optimizer.grad_clip = gradClip;
-  t.seed = 7;
-  return t;
+  return test::tinyTraining(microbatches, gradClip);
 }
-
-DeviceGroupOptions quick() {
-  DeviceGroupOptions o;
-  o.timeout = 60s;
-  return o;
-}
+DeviceGroupOptions quick() { return test::quickDevices(); }
 
 ParallelConfig pipelined(int64_t pp, const char *schedule, RecomputeMode r,
                          int64_t tp = 1, int64_t dp = 1, bool sp = false) {
