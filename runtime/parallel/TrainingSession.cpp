@@ -55,7 +55,34 @@ private:
   std::unique_ptr<Trainer> trainer_;
 };
 
-class ParallelSession : public TrainingSession {
+/// A trainer over a DeviceGroup: the session calls forward to it.
+template <class T> class GroupSession : public TrainingSession {
+public:
+  llvm::Error initParams() override { return trainer_->initParams(); }
+  llvm::Expected<StepStats> step(const BatchFn &batch) override {
+    return trainer_->step(batch);
+  }
+  llvm::Expected<double> evalLoss(const int32_t *tokens,
+                                  const int32_t *labels) override {
+    return trainer_->evalLoss(tokens, labels);
+  }
+  int64_t step() const override { return trainer_->step(); }
+  void setStep(int64_t s) override { trainer_->setStep(s); }
+  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
+  state() override {
+    return trainer_->gatherState();
+  }
+  llvm::Error loadState(
+      llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) override {
+    return trainer_->scatterState(lookup);
+  }
+
+protected:
+  std::unique_ptr<DeviceGroup> group_;
+  std::unique_ptr<T> trainer_; // uses group_: declared after
+};
+
+class ParallelSession : public GroupSession<ParallelTrainer> {
 public:
   llvm::Error init(const Graph &forward, const Graph &eval,
                    const TrainOptions &options, const ParallelConfig &c,
@@ -75,24 +102,6 @@ public:
     config_ = c;
     return llvm::Error::success();
   }
-  llvm::Error initParams() override { return trainer_->initParams(); }
-  llvm::Expected<StepStats> step(const BatchFn &batch) override {
-    return trainer_->step(batch);
-  }
-  llvm::Expected<double> evalLoss(const int32_t *tokens,
-                                  const int32_t *labels) override {
-    return trainer_->evalLoss(tokens, labels);
-  }
-  int64_t step() const override { return trainer_->step(); }
-  void setStep(int64_t s) override { trainer_->setStep(s); }
-  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-  state() override {
-    return trainer_->gatherState();
-  }
-  llvm::Error loadState(
-      llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) override {
-    return trainer_->scatterState(lookup);
-  }
   bool isWriter() const override { return !env_ || env_->rank == 0; }
   std::string describe() const override {
     std::string s =
@@ -107,13 +116,11 @@ public:
   }
 
 private:
-  std::unique_ptr<DeviceGroup> group_;
-  std::unique_ptr<ParallelTrainer> trainer_; // uses group_: declared after
   std::optional<DistEnv> env_;
   ParallelConfig config_;
 };
 /// A pipelined run on pp*dp*tp in-process CPU devices.
-class PipelineSession : public TrainingSession {
+class PipelineSession : public GroupSession<PipelineTrainer> {
 public:
   llvm::Error init(const Graph &forward, const Graph &eval,
                    const TrainOptions &options, const ParallelConfig &c) {
@@ -128,24 +135,6 @@ public:
     config_ = c;
     return llvm::Error::success();
   }
-  llvm::Error initParams() override { return trainer_->initParams(); }
-  llvm::Expected<StepStats> step(const BatchFn &batch) override {
-    return trainer_->step(batch);
-  }
-  llvm::Expected<double> evalLoss(const int32_t *tokens,
-                                  const int32_t *labels) override {
-    return trainer_->evalLoss(tokens, labels);
-  }
-  int64_t step() const override { return trainer_->step(); }
-  void setStep(int64_t s) override { trainer_->setStep(s); }
-  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-  state() override {
-    return trainer_->gatherState();
-  }
-  llvm::Error loadState(
-      llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) override {
-    return trainer_->scatterState(lookup);
-  }
   bool isWriter() const override { return true; }
   std::string describe() const override {
     const Schedule &s = trainer_->compiled().pipeline.schedule;
@@ -159,8 +148,6 @@ public:
   }
 
 private:
-  std::unique_ptr<DeviceGroup> group_;
-  std::unique_ptr<PipelineTrainer> trainer_; // uses group_: declared after
   ParallelConfig config_;
 };
 } // namespace
