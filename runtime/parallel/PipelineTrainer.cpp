@@ -91,12 +91,28 @@ PipelineTrainer::create(const Graph &forward, const Graph &evalForward,
       compilePipeline(forward, pipelineCompileOptions(config, options));
   if (!compiled)
     return compiled.takeError();
+  return create(std::move(*compiled), forward, evalForward, options, config,
+                group);
+}
+
+llvm::Expected<std::unique_ptr<PipelineTrainer>>
+PipelineTrainer::create(CompiledPipeline compiled, const Graph &forward,
+                        const Graph &evalForward, const TrainOptions &options,
+                        const ParallelConfig &config, DeviceGroup &group) {
+  if (!(group.mesh() == pipelineMesh(config)) || !group.allLocal())
+    return err("the compiled programs need every rank of their mesh in this "
+               "process");
+  if (compiled.pipeline.schedule.microbatches != options.gradAccum)
+    return err("the programs were compiled for " +
+               llvm::Twine(compiled.pipeline.schedule.microbatches) +
+               " microbatches per step, the run asks for " +
+               llvm::Twine(options.gradAccum));
   std::unique_ptr<PipelineTrainer> t(new PipelineTrainer(group));
   t->opts_ = options;
   t->config_ = config;
   t->forward_ = forward;
   t->evalForward_ = evalForward;
-  t->plan_ = std::make_unique<CompiledPipeline>(std::move(*compiled));
+  t->plan_ = std::make_unique<CompiledPipeline>(std::move(compiled));
   if (auto e = t->bind())
     return e;
   return t;

@@ -90,6 +90,13 @@ public:
   create(const Graph &forward, const Graph &evalForward,
          const TrainOptions &options, const ParallelConfig &config,
          DeviceGroup &group);
+  /// Runs already compiled programs (a plan file's): `compiled` must be
+  /// compilePipeline's result for `forward` under pipelineCompileOptions(
+  /// config, options); the eval programs are still compiled here.
+  static llvm::Expected<std::unique_ptr<PipelineTrainer>>
+  create(CompiledPipeline compiled, const Graph &forward,
+         const Graph &evalForward, const TrainOptions &options,
+         const ParallelConfig &config, DeviceGroup &group);
   ~PipelineTrainer();
 
   /// Sets every held parameter block from the serial initializer; zero

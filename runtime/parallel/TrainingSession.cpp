@@ -123,50 +123,59 @@ private:
 class PipelineSession : public GroupSession<PipelineTrainer> {
 public:
   llvm::Error init(const Graph &forward, const Graph &eval,
-                   const TrainOptions &options, const ParallelConfig &c) {
+                   const TrainOptions &options, const ParallelConfig &c,
+                   const CompiledPipeline *programs) {
     auto g = DeviceGroup::inProcess(pipelineMesh(c));
     if (!g)
       return g.takeError();
     group_ = std::move(*g);
-    auto t = PipelineTrainer::create(forward, eval, options, c, *group_);
+    auto t = programs ? PipelineTrainer::create(*programs, forward, eval,
+                                                options, c, *group_)
+                      : PipelineTrainer::create(forward, eval, options, c,
+                                                *group_);
     if (!t)
       return t.takeError();
     trainer_ = std::move(*t);
     config_ = c;
+    fromPlan_ = programs != nullptr;
     return llvm::Error::success();
   }
   bool isWriter() const override { return true; }
   std::string describe() const override {
     const Schedule &s = trainer_->compiled().pipeline.schedule;
     return std::to_string(config_.numDevices()) +
-           " CPU devices (tp=" + std::to_string(config_.tp) +
+           (config_.numDevices() == 1 ? " CPU device" : " CPU devices") +
+           " (tp=" + std::to_string(config_.tp) +
            " dp=" + std::to_string(config_.dp) + (config_.sp ? " sp" : "") +
            " pp=" + std::to_string(config_.pp) + ", " + s.spec.str() +
            " over " + std::to_string(s.microbatches) +
            " microbatches, recompute " +
-           recomputeModeName(config_.recompute).str() + ")";
+           recomputeModeName(config_.recompute).str() +
+           (fromPlan_ ? "; the plan's compiled programs" : "") + ")";
   }
 
 private:
   ParallelConfig config_;
+  bool fromPlan_ = false;
 };
 } // namespace
 
 llvm::Expected<std::unique_ptr<TrainingSession>>
 createTrainingSession(const Graph &forward, const Graph &evalForward,
                       const TrainOptions &options,
-                      const ParallelConfig &parallel) {
+                      const ParallelConfig &parallel,
+                      const CompiledPipeline *programs) {
   auto env = DistEnv::fromEnvironment();
   if (!env)
     return env.takeError();
-  if (parallel.pipelined()) {
+  if (parallel.pipelined() || programs) {
     if (*env)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "error: pipelined training runs every rank in one process (run "
           "`strata train` without `strata launch`)");
     auto s = std::make_unique<PipelineSession>();
-    if (auto e = s->init(forward, evalForward, options, parallel))
+    if (auto e = s->init(forward, evalForward, options, parallel, programs))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "error: cannot train on tp=" + std::to_string(parallel.tp) +

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/pipeline/ParallelCompile.h"
 #include "runtime/parallel/ParallelPlan.h"
 #include "runtime/train/Trainer.h"
 
@@ -45,10 +46,13 @@ public:
 };
 
 /// A serial session when `parallel` asks for one device and the environment
-/// names no multi-process job; a parallel one otherwise.
+/// names no multi-process job; a parallel one otherwise. With `programs`
+/// (a plan file's, compiled for `parallel` and `options`), a pipelined
+/// session runs them instead of compiling its own.
 llvm::Expected<std::unique_ptr<TrainingSession>>
 createTrainingSession(const Graph &forward, const Graph &evalForward,
                       const TrainOptions &options,
-                      const ParallelConfig &parallel);
+                      const ParallelConfig &parallel,
+                      const CompiledPipeline *programs = nullptr);
 
 } // namespace strata

@@ -157,7 +157,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   TrainOptions trainOpts = trainOptions(tr);
   trainOpts.fusion = opts.fusion;
   auto session = createTrainingSession(forward, buildModelGraph(evalCfg),
-                                       trainOpts, opts.parallel);
+                                       trainOpts, opts.parallel,
+                                       opts.programs.get());
   if (!session) return session.takeError();
   TrainingSession &t = **session;
   if (auto e = t.initParams()) return e;

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/pipeline/ParallelCompile.h"
 #include "proto/model_spec.pb.h"
 #include "runtime/parallel/ParallelPlan.h"
 #include "runtime/train/Trainer.h"
@@ -24,6 +25,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <string>
 
 namespace strata {
@@ -39,6 +41,9 @@ struct RunOptions {
   int64_t logEvery = 10;     // steps between progress lines without a bar
   ParallelConfig parallel;   // tp x dp CPU devices (1 x 1: serial)
   bool fusion = false;       // fused kernels (TrainOptions::fusion)
+  // A plan file's compiled programs for `parallel`, run instead of compiling
+  // the spec (runtime/parallel/TrainingSession.h); null: compile.
+  std::shared_ptr<const CompiledPipeline> programs;
 };
 
 /// The optimizer, schedule and seed of a spec's training section.

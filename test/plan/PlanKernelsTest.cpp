@@ -8,7 +8,9 @@
 //    each entry's symbol is defined in the source;
 //  - the CUDA library compiles with NVRTC to sm_80 and sm_90 cubins;
 //  - a plan whose kernel source was altered (CRC fixed up, so only the
-//    SHA-256 can tell) is refused with a clear error.
+//    SHA-256 can tell) is refused with a clear error;
+//  - `strata train PLAN` runs the plan's programs, and refuses a plan whose
+//    kernels (consistently hashed) are not what its programs generate.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelLibrary.h"
@@ -24,6 +26,8 @@
 #include "llvm/Support/Endian.h"
 
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 namespace strata {
 namespace {
@@ -132,6 +136,44 @@ TEST(PlanKernels, AlteredSourceIsRefused) {
             "altered.plan: error: corrupt plan (the cpp kernel library's "
             "source does not hash to its recorded SHA-256; recompile it with "
             "`strata compile`)");
+}
+
+
+TEST(PlanKernels, TrainRunsThePlanAndRefusesForeignKernels) {
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-train", dir));
+  std::string d = dir.str().str();
+  {
+    std::ofstream text(d + "/text.txt");
+    for (int i = 0; i < 200; ++i)
+      text << "to be or not to be, that is the question " << i << "\n";
+  }
+  pb::Plan plan = compiledPlan();
+  std::string good = d + "/good.plan", foreign = d + "/foreign.plan";
+  ASSERT_FALSE(bool(writePlanFile(good, plan)));
+  std::vector<std::string> train = {"train", good, "--data", d + "/text.txt",
+                                    "--steps", "1", "--eval-every", "0",
+                                    "--sample", "0", "--out", d + "/out"};
+  test::RunResult ok = test::runStrata(train);
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_NE(ok.out.find("the plan's compiled programs"), std::string::npos)
+      << ok.out;
+
+  // Kernels that hash right but are not the programs' (another codegen).
+  pb::KernelLibrary &cpp = *plan.mutable_kernels(0);
+  cpp.set_source(cpp.source() + "// edited\n");
+  cpp.set_sha256(codegen::sha256Hex(cpp.source()));
+  ASSERT_FALSE(bool(writePlanFile(foreign, plan)));
+  train[1] = foreign;
+  train.back() = d + "/out2";
+  test::RunResult bad = test::runStrata(train);
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("foreign.plan: the plan's cpp kernels are not what "
+                         "this strata generates for the plan's programs"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(llvm::sys::fs::exists(d + "/out2"));
+  llvm::sys::fs::remove_directories(d);
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "tools/strata/PipelineProto.h"
 
 #include "codegen/KernelLibrary.h"
+#include "ir/Verifier.h"
 #include "proto/GraphProto.h"
 
 namespace strata {
@@ -58,6 +59,7 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
       tp->add_ranks(r);
   }
   pipe->set_balance_report(p.balanceReport);
+  *pipe->mutable_micro() = graphToProto(c.micro);
 
   const Schedule &s = p.schedule;
   pb::Schedule *ps = plan.mutable_schedule();
@@ -108,6 +110,68 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
     (*pm->mutable_stash_per_unit())[unit] = bytes;
 }
 
+llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
+  auto graph = [](const pb::Graph &proto,
+                  const llvm::Twine &what) -> llvm::Expected<Graph> {
+    auto g = graphFromProto(proto);
+    if (!g)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     what + ": " + toString(g.takeError()));
+    if (auto e = verifyGraph(*g))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     what + ": " + toString(std::move(e)));
+    return g;
+  };
+  const pb::Pipeline &pipe = plan.pipeline();
+  CompiledPipeline c;
+  auto micro = graph(pipe.micro(), "the microbatch graph");
+  if (!micro)
+    return micro.takeError();
+  c.micro = std::move(*micro);
+  PipelinePlan &p = c.pipeline;
+  p.pp = std::max<int64_t>(plan.parallel().pp(), 1);
+  for (const pb::PipelineStage &ps : pipe.stages()) {
+    PipelineStage s;
+    s.index = ps.index();
+    s.rank = ps.rank();
+    s.chunk = ps.chunk();
+    s.firstLayer = ps.first_layer();
+    s.numLayers = ps.num_layers();
+    s.embedding = ps.embedding();
+    s.head = ps.head();
+    auto f = graph(ps.forward(), "stage " + llvm::Twine(s.index) + " F");
+    if (!f)
+      return f.takeError();
+    auto b = graph(ps.backward(), "stage " + llvm::Twine(s.index) + " B");
+    if (!b)
+      return b.takeError();
+    s.forward = std::move(*f);
+    s.backward = std::move(*b);
+    s.stash.assign(ps.stash().begin(), ps.stash().end());
+    s.forwardFlops = ps.forward_flops();
+    s.backwardFlops = ps.backward_flops();
+    p.stages.push_back(std::move(s));
+  }
+  for (int r = 0; r < pipe.optimizers_size(); ++r) {
+    auto g = graph(pipe.optimizers(r), "rank " + llvm::Twine(r) + " optimizer");
+    if (!g)
+      return g.takeError();
+    p.optimizers.push_back(std::move(*g));
+  }
+  for (const pb::TiedParameter &t : pipe.tied())
+    p.tied.push_back({t.name(), {t.ranks().begin(), t.ranks().end()}});
+  auto sched = scheduleFromProto(plan.schedule());
+  if (!sched)
+    return sched.takeError();
+  p.schedule = std::move(*sched);
+  p.balanceReport = pipe.balance_report();
+  for (int64_t l : plan.parallel().recomputed_layers())
+    c.recomputedLayers.push_back(l);
+  if (auto e = verifyPipelinePlan(p))
+    return e;
+  return c;
+}
+
 llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &p) {
   auto spec = parseScheduleSpec(p.kind());
   if (!spec)
@@ -129,7 +193,10 @@ llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &p) {
   return s;
 }
 
-llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &c) {
+namespace {
+/// The programs whose kernels a plan carries, tagged as KernelEntry.program
+/// names them.
+std::vector<codegen::TaggedProgram> taggedPrograms(const CompiledPipeline &c) {
   std::vector<codegen::TaggedProgram> programs;
   for (const PipelineStage &s : c.pipeline.stages) {
     std::string j = std::to_string(s.index);
@@ -138,6 +205,32 @@ llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &c) {
   }
   for (size_t r = 0; r < c.pipeline.optimizers.size(); ++r)
     programs.push_back({"r" + std::to_string(r) + "o", &c.pipeline.optimizers[r]});
+  return programs;
+}
+} // namespace
+
+llvm::Error checkKernels(const pb::Plan &plan, const CompiledPipeline &c) {
+  for (const pb::KernelLibrary &k : plan.kernels()) {
+    auto target = codegen::parseTarget(k.target());
+    if (!target)
+      return target.takeError();
+    auto lib = codegen::renderLibrary(taggedPrograms(c), *target);
+    if (!lib)
+      return lib.takeError();
+    if (lib->sha256 != k.sha256())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "the plan's " + k.target() +
+              " kernels are not what this strata generates for the plan's "
+              "programs (written by strata " +
+              plan.strata_version() +
+              "; recompile the plan with this strata)");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &c) {
+  std::vector<codegen::TaggedProgram> programs = taggedPrograms(c);
   for (codegen::Target t : {codegen::Target::Cpp, codegen::Target::Cuda}) {
     auto lib = codegen::renderLibrary(programs, t);
     if (!lib)

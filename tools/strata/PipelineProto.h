@@ -24,6 +24,14 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &compiled,
 /// nothing is fused.
 llvm::Error storeKernels(pb::Plan &plan, const CompiledPipeline &compiled);
 
+/// The compiled programs of a plan, rebuilt and verified (every program,
+/// then verifyPipelinePlan); the memory plan is not read back.
+llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan);
+
+/// Checks that the kernels the runtime generates for `compiled` (a plan's
+/// loaded programs) are the plan's: each library hashes the same.
+llvm::Error checkKernels(const pb::Plan &plan, const CompiledPipeline &compiled);
+
 /// The schedule of a plan, rebuilt and validated.
 llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &s);
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/train/TrainingRun.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/PipelineProto.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -73,6 +74,32 @@ Error setPositive(const char *flag, int64_t v, function_ref<void(int64_t)> set, 
     return usage("--" + Twine(flag) + " must be " + (allowZero ? ">= 0" : "> 0") +
                  ", got " + Twine(v));
   set(v);
+  return Error::success();
+}
+
+/// A plan runs its own compiled programs (and their kernels) unless a flag
+/// or the job changes them; then its spec is compiled again, with a note.
+Error usePlanPrograms(const pb::Plan &plan, RunOptions &o, int64_t stepMicrobatches) {
+  const char *why = nullptr;
+  for (const cl::Option *flag :
+       std::initializer_list<const cl::Option *>{&batch, &seq, &dropout, &tp, &dp, &sp, &pp,
+                                                 &schedule, &recomputeMode})
+    if (flag->getNumOccurrences()) why = "a flag changes the model or its layout";
+  if (noFusion && plan.parallel().fusion()) why = "--no-fusion";
+  if (stepMicrobatches != std::max<int64_t>(plan.parallel().microbatches(), 1))
+    why = "the step's microbatches differ from the plan's";
+  if (plan.parallel().distributed_optimizer() || distOpt)
+    why = "the distributed optimizer runs on the tp x dp trainer";
+  if (std::getenv("WORLD_SIZE")) why = "a multi-process job compiles on every rank";
+  if (!plan.pipeline().has_micro()) why = "the plan predates stored programs";
+  if (why) {
+    errs() << "strata train: note: compiling the plan's spec again (" << why << ")\n";
+    return Error::success();
+  }
+  auto programs = loadPipeline(plan);
+  if (!programs) return usage(input + ": " + toString(programs.takeError()));
+  if (Error e = checkKernels(plan, *programs)) return usage(input + ": " + toString(std::move(e)));
+  o.programs = std::make_shared<const CompiledPipeline>(std::move(*programs));
   return Error::success();
 }
 
@@ -149,6 +176,8 @@ Expected<RunOptions> buildOptions() {
                    Twine(s.layers()) + " (lower --pp or the virtual stages)");
   }
   o.fusion = !noFusion;
+  if (!isSpecPath(input))
+    if (Error e = usePlanPrograms(loaded->plan, o, t.grad_accum())) return e;
   if (!tokenizer.empty()) {
     if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
     else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);
