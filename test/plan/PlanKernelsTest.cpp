@@ -10,7 +10,8 @@
 //  - a plan whose kernel source was altered (CRC fixed up, so only the
 //    SHA-256 can tell) is refused with a clear error;
 //  - `strata train PLAN` runs the plan's programs, and refuses a plan whose
-//    kernels (consistently hashed) are not what its programs generate.
+//    kernels (consistently hashed) are not what its programs generate, or
+//    whose stored program is not a valid graph, naming the program.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelLibrary.h"
@@ -173,6 +174,26 @@ TEST(PlanKernels, TrainRunsThePlanAndRefusesForeignKernels) {
             std::string::npos)
       << bad.err;
   EXPECT_FALSE(llvm::sys::fs::exists(d + "/out2"));
+
+  // A stored program that is not a valid graph (a node lost an operand),
+  // in an otherwise well-formed plan.
+  pb::Plan broken = compiledPlan();
+  pb::Graph &f = *broken.mutable_pipeline()->mutable_stages(1)->mutable_forward();
+  int victim = -1;
+  for (int k = 0; k < f.nodes_size() && victim < 0; ++k)
+    if (f.nodes(k).op() == "matmul")
+      victim = k;
+  ASSERT_GE(victim, 0);
+  f.mutable_nodes(victim)->mutable_operands()->RemoveLast();
+  std::string brokenPath = d + "/broken.plan";
+  ASSERT_FALSE(bool(writePlanFile(brokenPath, broken)));
+  train[1] = brokenPath;
+  train.back() = d + "/out3";
+  test::RunResult invalid = test::runStrata(train);
+  EXPECT_EQ(invalid.rc, 1) << invalid.err;
+  EXPECT_NE(invalid.err.find("broken.plan: stage 1 F: "), std::string::npos)
+      << invalid.err;
+  EXPECT_FALSE(llvm::sys::fs::exists(d + "/out3"));
   llvm::sys::fs::remove_directories(d);
 }
 
