@@ -97,22 +97,6 @@ bool hasRenderRule(OpKind op) {
   }
 }
 
-bool isColumnSum(const Graph &g, const Node &n) {
-  if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
-    return false;
-  const TensorType &x = g.type(n.operands[0]);
-  if (!isFloatType(x.dtype) || x.rank() < 2)
-    return false;
-  IntList axes = n.attrs.getInts("axes");
-  if (int64_t(axes.size()) != x.rank() - 1)
-    return false;
-  for (size_t d = 0; d < axes.size(); ++d)
-    if (axes[d] != int64_t(d))
-      return false;
-  const TensorType &y = g.type(n.results[0]);
-  return y.dtype == x.dtype && y.shape == Shape{x.shape.back()};
-}
-
 const char *cTypeName(DType t) {
   switch (t) {
   case DType::F32:

@@ -79,10 +79,6 @@ struct KernelPlan {
 /// Whether codegen has a rendering rule for `op` (elementwise members).
 bool hasRenderRule(OpKind op);
 
-/// Whether `n` of `g` is a column sum a kernel can take as an epilogue:
-/// reduce_sum over every dim but the last of a float value of rank >= 2.
-bool isColumnSum(const Graph &g, const Node &n);
-
 /// The plan of `body`, or an error saying which node does not fit.
 llvm::Expected<KernelPlan> planKernel(const Graph &body);
 

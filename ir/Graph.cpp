@@ -87,4 +87,21 @@ std::vector<llvm::SmallVector<int32_t, 2>> Graph::users() const {
   return u;
 }
 
+bool isColumnSum(const Graph &g, const Node &n) {
+  if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
+    return false;
+  const TensorType &x = g.type(n.operands[0]);
+  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64;
+  if (!isFloat || x.rank() < 2)
+    return false;
+  IntList axes = n.attrs.getInts("axes");
+  if (int64_t(axes.size()) != x.rank() - 1)
+    return false;
+  for (size_t d = 0; d < axes.size(); ++d)
+    if (axes[d] != int64_t(d))
+      return false;
+  const TensorType &y = g.type(n.results[0]);
+  return y.dtype == x.dtype && y.shape == Shape{x.shape.back()};
+}
+
 } // namespace strata

@@ -167,7 +167,9 @@ std::vector<FusionGroup> Grouper::run() {
   // Producer -> consumer (and matmul -> epilogue).
   for (int32_t n = 0; n < int32_t(g_.nodes().size()); ++n) {
     const Node &node = g_.node(n);
-    if (options_.columnSums && isFusableColumnSum(g_, node)) {
+    // Over a split dim a column sum is the local, partial sum, as the
+    // unfused node computes it.
+    if (options_.columnSums && isColumnSum(g_, node)) {
       joinAsColumnSum(n);
       continue;
     }
@@ -229,22 +231,6 @@ bool isFusableElementwise(const Graph &g, const Node &n) {
     return false;
   bool dropout = n.op == OpKind::Dropout || n.op == OpKind::DropoutGrad;
   return !(dropout && hasSplitDim(r));
-}
-
-bool isFusableColumnSum(const Graph &g, const Node &n) {
-  if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
-    return false;
-  const TensorType &x = g.type(n.operands[0]);
-  if (!isFloatKernelDType(x.dtype) || x.rank() < 2)
-    return false;
-  IntList axes = n.attrs.getInts("axes");
-  if (int64_t(axes.size()) != x.rank() - 1)
-    return false;
-  for (size_t d = 0; d < axes.size(); ++d)
-    if (axes[d] != int64_t(d))
-      return false;
-  const TensorType &y = g.type(n.results[0]);
-  return y.dtype == x.dtype && y.shape == Shape{x.shape.back()};
 }
 
 std::vector<FusionGroup> findFusionGroups(const Graph &g,

@@ -59,9 +59,5 @@ std::vector<FusionGroup> findFusionGroups(const Graph &g,
 /// Whether the fusion rules above let `n` be a non-anchor group member.
 bool isFusableElementwise(const Graph &g, const Node &n);
 
-/// Whether `n` is a column sum a group may end with (the rule of
-/// codegen::isColumnSum). Over a split dim it is the local, partial sum, as
-/// the unfused node computes it.
-bool isFusableColumnSum(const Graph &g, const Node &n);
 
 } // namespace strata
