@@ -29,8 +29,10 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <vector>
 
 namespace strata {
@@ -434,6 +436,11 @@ GlooRendezvous::tcp(const std::string &masterAddr, int port, bool serve,
 std::unique_ptr<Communicators>
 createGlooCommunicators(const Mesh &mesh, int64_t rank,
                         std::shared_ptr<GlooRendezvous> rendezvous) {
+  // A peer that closed its connections (it failed, or finished first) must
+  // surface as a Gloo error (EPIPE) on this rank, not as a SIGPIPE that
+  // kills the whole process with every other rank in it.
+  static std::once_flag ignoreSigpipe;
+  std::call_once(ignoreSigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   return std::make_unique<GlooCommunicators>(mesh, rank, std::move(rendezvous));
 }
 
