@@ -219,13 +219,8 @@ llvm::Expected<StepStats> ParallelTrainer::step(const BatchFn &batch) {
       std::memset(g.raw(), 0, g.bytes());
   }
   HostTensor tk(TensorType{DType::I32, {batch_, seq_}}), lb = tk.clone();
-  auto modelInput = [&](const Value &v, RankState &r) -> const void * {
-    if (v.name == "tokens")
-      return r.tokens.raw();
-    if (v.name == "labels")
-      return r.labels.raw();
-    auto it = index_.find(v.name);
-    return it == index_.end() ? nullptr : r.p[it->second].raw();
+  auto modelInput = [&](const Value &v, RankState &r) {
+    return modelInputOf(v, r);
   };
   // Microbatch m of step s draws dropout counter s * gradAccum + m, as the
   // serial Trainer does.
@@ -317,18 +312,23 @@ llvm::Expected<StepStats> ParallelTrainer::step(const BatchFn &batch) {
   return stats;
 }
 
+const void *ParallelTrainer::modelInputOf(const Value &v,
+                                          RankState &r) const {
+  if (v.name == "tokens")
+    return r.tokens.raw();
+  if (v.name == "labels")
+    return r.labels.raw();
+  auto it = index_.find(v.name);
+  return it == index_.end() ? nullptr : r.p[it->second].raw();
+}
+
 llvm::Expected<double> ParallelTrainer::evalLoss(const int32_t *tokens,
                                                  const int32_t *labels) {
   if (auto e = scatterBatch(tokens, labels))
     return e;
   const Graph &eval = programs_.eval;
-  auto input = [&](const Value &v, RankState &r) -> const void * {
-    if (v.name == "tokens")
-      return r.tokens.raw();
-    if (v.name == "labels")
-      return r.labels.raw();
-    auto it = index_.find(v.name);
-    return it == index_.end() ? nullptr : r.p[it->second].raw();
+  auto input = [&](const Value &v, RankState &r) {
+    return modelInputOf(v, r);
   };
   std::vector<double> losses(ranks_.size());
   if (auto e = runNamed(*eval_, input, 0,
@@ -345,13 +345,8 @@ ParallelTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   if (auto e = scatterBatch(tokens, labels))
     return e;
   const Graph &micro = programs_.micro;
-  auto input = [&](const Value &v, RankState &r) -> const void * {
-    if (v.name == "tokens")
-      return r.tokens.raw();
-    if (v.name == "labels")
-      return r.labels.raw();
-    auto it = index_.find(v.name);
-    return it == index_.end() ? nullptr : r.p[it->second].raw();
+  auto input = [&](const Value &v, RankState &r) {
+    return modelInputOf(v, r);
   };
   // outs[o][l]: output o of local rank l.
   std::vector<std::vector<HostTensor>> outs(micro.outputs().size());

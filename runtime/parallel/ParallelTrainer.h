@@ -73,6 +73,9 @@ private:
   llvm::Error bind();
   /// Cuts the global batch into every rank's block.
   llvm::Error scatterBatch(const int32_t *tokens, const int32_t *labels);
+  /// A model program's input on rank `r`: its block of the batch, or the
+  /// parameter of that name (null for anything else).
+  const void *modelInputOf(const Value &v, RankState &r) const;
   /// Runs `interp` on every rank with inputs found by name, then `after`
   /// on each rank's outputs.
   llvm::Error
