@@ -34,6 +34,7 @@
 #include "runtime/kernels/Parallel.h"
 #include "runtime/train/ParamInit.h"
 #include "runtime/train/Trainer.h"
+#include "test/codegen/RunOnCpu.h"
 
 #include <cmath>
 #include <cstring>
@@ -86,22 +87,6 @@ Graph singleNodeGraph(const Graph &g, const Node &n) {
   return s;
 }
 
-std::vector<HostTensor> runGraph(const Graph &g,
-                                 llvm::ArrayRef<HostTensor> inputs,
-                                 const LaunchContext &ctx) {
-  CpuDevice cpu;
-  auto interp = Interpreter::create(g, cpu);
-  if (!interp) {
-    ADD_FAILURE() << toString(interp.takeError());
-    return {};
-  }
-  auto out = (*interp)->runHost(inputs, ctx);
-  if (!out) {
-    ADD_FAILURE() << toString(out.takeError());
-    return {};
-  }
-  return std::move(*out);
-}
 
 /// Runs every fused node of `fused` against its body; returns how many.
 int checkEveryKernel(const Graph &fused, std::mt19937 &rng) {
@@ -121,8 +106,8 @@ int checkEveryKernel(const Graph &fused, std::mt19937 &rng) {
     for (ValueId v : n.operands)
       inputs.push_back(test::randomTensor(fused.type(v), rng));
     std::vector<HostTensor> got =
-        runGraph(singleNodeGraph(fused, n), inputs, ctx);
-    std::vector<HostTensor> want = runGraph(*n.body, inputs, ctx);
+        test::runOnCpu(singleNodeGraph(fused, n), inputs, ctx);
+    std::vector<HostTensor> want = test::runOnCpu(*n.body, inputs, ctx);
     if (got.size() != n.results.size() || want.size() != got.size())
       return count;
     for (size_t r = 0; r < got.size(); ++r) {
@@ -171,8 +156,8 @@ TEST_P(FusedModel, LossAndGradsMatchUnfused) {
   LaunchContext ctx;
   ctx.seed = 1337;
   ctx.step = 3;
-  std::vector<HostTensor> want = runGraph(plain, inputs, ctx);
-  std::vector<HostTensor> got = runGraph(fused, inputs, ctx);
+  std::vector<HostTensor> want = test::runOnCpu(plain, inputs, ctx);
+  std::vector<HostTensor> got = test::runOnCpu(fused, inputs, ctx);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     double maxDiff = 0, maxRef = 0;
@@ -356,7 +341,7 @@ graph @sums(%x: T[3,100,130], %b: T[130]) {
       std::vector<HostTensor> inputs;
       for (ValueId v : g->nodes().front().operands)
         inputs.push_back(test::randomTensor(g->type(v), same));
-      runs.push_back(runGraph(*g, inputs, LaunchContext{}));
+      runs.push_back(test::runOnCpu(*g, inputs, LaunchContext{}));
     }
     kernels::setNumThreads(threads);
     ASSERT_EQ(runs[0].size(), 3u);

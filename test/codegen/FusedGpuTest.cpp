@@ -21,6 +21,7 @@
 #include "codegen/Renderer.h"
 #include "runtime/Interpreter.h"
 #include "runtime/cpu/CpuDevice.h"
+#include "test/codegen/RunOnCpu.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -126,21 +127,6 @@ protected:
   int arch = 0;
 };
 
-std::vector<HostTensor> runCpu(const Graph &g, llvm::ArrayRef<HostTensor> in,
-                               const LaunchContext &launch) {
-  CpuDevice cpu;
-  auto interp = Interpreter::create(g, cpu);
-  if (!interp) {
-    ADD_FAILURE() << toString(interp.takeError());
-    return {};
-  }
-  auto out = (*interp)->runHost(in, launch);
-  if (!out) {
-    ADD_FAILURE() << toString(out.takeError());
-    return {};
-  }
-  return std::move(*out);
-}
 
 // A graph of one node `n` of `g` (fused, or the anchor matmul of a body).
 Graph oneNode(const Graph &g, const Node &n) {
@@ -188,7 +174,7 @@ void FusedGpu::checkGraph(const Graph &g, int &count) {
     std::vector<HostTensor> in;
     for (ValueId v : n.operands)
       in.push_back(test::randomTensor(g.type(v), rng));
-    std::vector<HostTensor> want = runCpu(oneNode(g, n), in, launch);
+    std::vector<HostTensor> want = test::runOnCpu(oneNode(g, n), in, launch);
     ASSERT_EQ(want.size(), p.stores.size());
 
     // Device buffers: one per result (the anchor's in its result buffer),
@@ -203,7 +189,7 @@ void FusedGpu::checkGraph(const Graph &g, int &count) {
         aIn.push_back(
             in[llvm::find(p.body->inputs(), v) - p.body->inputs().begin()]);
       std::vector<HostTensor> anchorOut =
-          runCpu(oneNode(*p.body, a), aIn, launch);
+          test::runOnCpu(oneNode(*p.body, a), aIn, launch);
       ASSERT_EQ(anchorOut.size(), 1u);
       ASSERT_CU(cu.cuMemcpyHtoD(outs[p.anchorResult], anchorOut[0].raw(),
                                 anchorOut[0].bytes()));
