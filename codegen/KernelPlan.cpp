@@ -31,13 +31,13 @@ llvm::SmallVector<int64_t, 4> broadcastStrides(llvm::ArrayRef<int64_t> shape,
 
 // Drops size-1 dims and merges dim d into d+1 where every load's stride
 // along d is its stride along d+1 times the size of d+1. With column sums
-// the last dim stays its own (the sums' columns).
+// or a row op the last dim stays its own (the columns, the rows).
 void coalesce(KernelPlan &p) {
   llvm::SmallVector<int64_t, 4> dims;
   std::vector<llvm::SmallVector<int64_t, 4>> strides(p.loads.size());
   const size_t last = p.domain.size() - 1;
   for (size_t d = 0; d < p.domain.size(); ++d) {
-    bool keepLast = !p.sums.empty() && d == last;
+    bool keepLast = p.wholeRows() && d == last;
     if (p.domain[d] == 1 && !keepLast)
       continue;
     bool merge = !dims.empty() && !keepLast;
@@ -112,6 +112,80 @@ const char *cTypeName(DType t) {
   }
 }
 
+namespace {
+
+// The row op of `body` (index into its nodes), -1 if none, or an error if
+// several.
+llvm::Expected<int32_t> findRowOp(const Graph &body) {
+  int32_t row = -1;
+  for (size_t n = 0; n < body.nodes().size(); ++n) {
+    if (!rowOpOperands(body.node(n).op))
+      continue;
+    if (row >= 0)
+      return err(body, "has two row ops (%" +
+                           body.value(body.node(row).results[0]).name +
+                           ", %" + body.value(body.node(n).results[0]).name +
+                           "); a kernel takes one");
+    row = int32_t(n);
+  }
+  return row;
+}
+
+// Checks the row op and marks the prologue (its ancestors) and the scratch
+// rows.
+llvm::Error planRow(KernelPlan &p) {
+  const Graph &body = *p.body;
+  const Node &op = body.node(p.row);
+  const std::string name = "%" + body.value(op.results[0]).name;
+  if (p.anchor >= 0)
+    return err(body, "a matmul anchor and row op " + name +
+                         " cannot share a kernel");
+  const TensorType &t = body.type(op.results[0]);
+  if (t.rank() < 2 || t.shape.back() > kMaxFusedRow)
+    return err(body, "row op " + name + " is " + t.str() +
+                         ": a fused row op needs rank >= 2 and rows of at "
+                         "most " + std::to_string(kMaxFusedRow) +
+                         " elements");
+  for (ValueId v : op.operands)
+    if (!isFloatType(body.type(v).dtype))
+      return err(body, "row op " + name + " reads %" + body.value(v).name +
+                           ", which is not f32 or f64");
+  for (size_t k = rowOpOperands(op.op); k < op.operands.size(); ++k)
+    if (!body.value(op.operands[k]).isInput())
+      return err(body, "row op " + name + " must read its weight / bias %" +
+                           body.value(op.operands[k]).name +
+                           " from a body input");
+  // Ancestors of the row op: a walk back from it (nodes are topological).
+  p.inPrologue.assign(body.nodes().size(), false);
+  llvm::SmallVector<bool, 16> needed(body.numValues(), false);
+  for (ValueId v : op.operands)
+    needed[v] = true;
+  for (int32_t n = p.row - 1; n >= 0; --n) {
+    const Node &node = body.node(n);
+    if (!llvm::any_of(node.results, [&](ValueId r) { return needed[r]; }))
+      continue;
+    p.inPrologue[n] = true;
+    for (ValueId v : node.operands)
+      needed[v] = true;
+  }
+  // Scratch: result 0, and prologue values read outside the prologue pass
+  // (column sums of prologue values accumulate in that pass).
+  p.scratch.push_back(op.results[0]);
+  for (size_t n = 0; n < body.nodes().size(); ++n) {
+    const Node &node = body.node(n);
+    if (p.inPrologue[n] || node.op == OpKind::ReduceSum)
+      continue;
+    for (ValueId v : node.operands) {
+      int32_t d = body.value(v).defNode;
+      if (d >= 0 && p.inPrologue[d] && !p.inScratch(v))
+        p.scratch.push_back(v);
+    }
+  }
+  return llvm::Error::success();
+}
+
+} // namespace
+
 llvm::Expected<KernelPlan> planKernel(const Graph &body) {
   KernelPlan p;
   p.name = body.name;
@@ -125,13 +199,21 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
       if (!body.value(v).isInput())
         return err(body, "the matmul anchor must read body inputs only");
   }
+  auto row = findRowOp(body);
+  if (!row)
+    return row.takeError();
+  p.row = *row;
   size_t first = p.anchor >= 0 ? 1 : 0;
   auto elementwise = llvm::find_if(nodes.drop_front(first), [&](const Node &n) {
     return n.op != OpKind::ReduceSum;
   });
   if (elementwise == nodes.end())
     return err(body, "has no elementwise op");
-  p.domain = body.type(elementwise->results[0]).shape;
+  p.domain = p.isRowKernel() ? body.type(nodes[p.row].results[0]).shape
+                             : body.type(elementwise->results[0]).shape;
+  if (p.isRowKernel())
+    if (auto e = planRow(p))
+      return e;
   llvm::SmallVector<bool, 8> isSum(body.numValues(), false);
   if (p.anchor >= 0) {
     ValueId a = nodes[0].results[0];
@@ -143,6 +225,13 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
   llvm::SmallVector<int32_t, 8> inputIndex(body.numValues(), -1);
   for (size_t i = 0; i < body.inputs().size(); ++i)
     inputIndex[body.inputs()[i]] = int32_t(i);
+  auto load = [&](ValueId v) {
+    if (!body.value(v).isInput() ||
+        llvm::any_of(p.loads, [&](const KernelLoad &l) { return l.value == v; }))
+      return;
+    p.loads.push_back(
+        {v, inputIndex[v], broadcastStrides(body.type(v).shape, p.domain)});
+  };
   for (size_t n = first; n < nodes.size(); ++n) {
     const Node &node = nodes[n];
     const Value &r = body.value(node.results[0]);
@@ -151,6 +240,13 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
         return err(body, "%" + r.name + " reads the column sum %" +
                              body.value(v).name +
                              " (a sum is complete only after the loop)");
+    if (int32_t(n) == p.row) {
+      for (ValueId v : node.operands)
+        load(v);
+      for (size_t k = 1; k < node.results.size(); ++k)
+        isSum[node.results[k]] = true;
+      continue;
+    }
     if (node.op == OpKind::ReduceSum) {
       ValueId x = node.operands[0];
       if (!isColumnSum(body, node) || body.type(x).shape != p.domain)
@@ -159,10 +255,7 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
                              "over every dim but the last of a value of the "
                              "loop's shape)");
       isSum[node.results[0]] = true;
-      if (body.value(x).isInput() &&
-          llvm::none_of(p.loads, [&](const KernelLoad &l) { return l.value == x; }))
-        p.loads.push_back(
-            {x, inputIndex[x], broadcastStrides(p.domain, p.domain)});
+      load(x);
       continue;
     }
     if (!hasRenderRule(node.op))
@@ -182,12 +275,7 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
       if (!cTypeName(val.type.dtype))
         return err(body,
                    "%" + val.name + " has unsupported type " + val.type.str());
-      if (!val.isInput() || llvm::any_of(p.loads, [&](const KernelLoad &l) {
-            return l.value == v;
-          }))
-        continue;
-      p.loads.push_back(
-          {v, inputIndex[v], broadcastStrides(val.type.shape, p.domain)});
+      load(v);
     }
   }
   for (size_t k = 0; k < body.outputs().size(); ++k) {
@@ -195,8 +283,11 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
     if (body.value(v).isInput())
       return err(body, "returns its input %" + body.value(v).name);
     p.stores.push_back(v);
-    if (isSum[v])
-      p.sums.push_back({body.node(body.value(v).defNode).operands[0], int32_t(k)});
+    int32_t def = body.value(v).defNode;
+    if (isSum[v] && def == p.row)
+      p.sums.push_back({v, int32_t(k), /*byRowOp=*/true});
+    else if (isSum[v])
+      p.sums.push_back({body.node(def).operands[0], int32_t(k)});
     if (p.anchor >= 0 && p.anchorResult < 0 && v == nodes[0].results[0])
       p.anchorResult = int32_t(k);
   }

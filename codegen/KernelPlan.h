@@ -2,8 +2,10 @@
 //
 // A fused node's body (ir/Ops.def `fused`) is elementwise ops over one
 // iteration space, the domain, optionally after a matmul anchor (body node
-// 0) whose result they read. planKernel() checks that a body is of that form
-// and describes the loop both renderers (Renderer.h) and both runtimes share:
+// 0) whose result they read, or around one row op (ir/Op.h rowOpOperands:
+// softmax, a norm or their gradients). planKernel() checks that a body is
+// of that form and describes the loop both renderers (Renderer.h) and both
+// runtimes share:
 //
 //  - loads: the values the loop reads from memory, in kernel-argument order:
 //    the anchor result first (if any), then the body inputs the elementwise
@@ -20,6 +22,14 @@
 //    the CUDA kernel walks the rows of one column per thread.
 //  - dims: the domain with adjacent dims merged where every load agrees
 //    ([12,64,512] + bias [512] -> [768,512], bias strides [0,1]).
+//  - row kernels: the domain is the row op's result shape [..., C]; the
+//    loop walks whole rows (C its own innermost dim, C <= kMaxFusedRow) in
+//    two passes. The prologue pass computes the row op's ancestors, keeping
+//    the values the row op or later nodes read in scratch rows; the row op
+//    then reads its rows (scratch or loads; weight and bias are [C] loads)
+//    into scratch row `rowResult`, adding the norm gradients' dw / db into
+//    column sums; the epilogue pass computes every other member. Each kernel
+//    call covers whole rows.
 //
 // The anchor's result lives in the buffer of result `anchorResult` (the
 // anchor's own result if the body returns it, else the first result of its
@@ -46,10 +56,12 @@ struct KernelLoad {
 };
 
 /// A column-sum epilogue: store `store` holds reduce_sum over all but the
-/// last dim of body value `value`.
+/// last dim of body value `value`, or (byRowOp) is the row op's per-column
+/// result `value` (a norm gradient's dw or db).
 struct KernelSum {
   ValueId value;
   int32_t store;
+  bool byRowOp = false;
 };
 
 struct KernelPlan {
@@ -63,6 +75,15 @@ struct KernelPlan {
   std::vector<ValueId> stores; ///< body outputs, in result order
   std::vector<KernelSum> sums; ///< column sums among the stores
   bool usesRng = false;        ///< has dropout: needs (seed, step)
+  // Row kernels only:
+  int32_t row = -1; ///< body node index of the row op, or -1
+  /// Per body node: computed in the prologue pass (an ancestor of the row op).
+  std::vector<bool> inPrologue;
+  /// Values held in scratch rows of C elements: the row op's result 0 and
+  /// the prologue values that the row op or the epilogue pass read.
+  std::vector<ValueId> scratch;
+
+  bool isRowKernel() const { return row >= 0; }
 
   int64_t numElements() const { return strata::numElements(domain); }
   /// The store index's column sum, or nullptr for an elementwise store.
@@ -72,8 +93,14 @@ struct KernelPlan {
         return &s;
     return nullptr;
   }
-  /// Elements of the innermost coalesced dim (the CPU loop's row length).
+  /// Elements of the innermost coalesced dim (the CPU loop's row length;
+  /// a row kernel's C).
   int64_t inner() const { return dims.back(); }
+  /// Whether `v` lives in a scratch row.
+  bool inScratch(ValueId v) const { return llvm::is_contained(scratch, v); }
+  /// Whether the loop must be cut at row boundaries (row kernels and
+  /// column sums).
+  bool wholeRows() const { return isRowKernel() || !sums.empty(); }
 };
 
 /// Whether codegen has a rendering rule for `op` (elementwise members).

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Language.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 namespace {
 // runtime/kernels/FastMath.h as text (codegen/CMakeLists.txt embeds it).
 constexpr const char *kFastMathText =
@@ -110,6 +112,53 @@ std::string Language::loadIndex(const KernelPlan &p,
   if (row == "0")
     return col;
   return col == "0" ? row : row + " + " + col;
+}
+
+std::string Language::rowLoopBegin(llvm::raw_ostream &os,
+                                   const KernelPlan &p) const {
+  // The runtime calls a row kernel on whole rows.
+  std::string C = std::to_string(p.inner());
+  os << "  for (int64_t r = begin / " << C << "; r < end / " << C
+     << "; ++r) {\n";
+  return "    ";
+}
+
+void Language::rowLoopEnd(llvm::raw_ostream &os, const KernelPlan &) const {
+  os << "  }\n}\n";
+}
+
+std::string Language::colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
+                                   const std::string &indent,
+                                   llvm::ArrayRef<std::string> sums,
+                                   bool max) const {
+  std::string C = std::to_string(p.inner());
+  os << "#pragma omp simd";
+  if (!sums.empty())
+    os << " reduction(" << (max ? "max" : "+") << " : "
+       << llvm::join(sums, ", ") << ")";
+  os << "\n"
+     << indent << "for (int64_t c = 0; c < " << C << "; ++c) {\n"
+     << indent << "  const int64_t i = r * " << C << " + c;\n";
+  return indent + "  ";
+}
+
+void Language::colLoopEnd(llvm::raw_ostream &os,
+                          const std::string &indent) const {
+  os << indent << "}\n";
+}
+
+std::string Language::scratchDecl(const KernelPlan &p, const std::string &type,
+                                  const std::string &name) const {
+  return "alignas(64) " + type + " " + name + "[" + std::to_string(p.inner()) +
+         "];";
+}
+
+std::string Language::scratchAt(const std::string &name) const {
+  return name + "[c]";
+}
+
+std::string Language::negInfinity(DType t) const {
+  return t == DType::F32 ? "-HUGE_VALF" : "-HUGE_VAL";
 }
 
 std::string Language::math(llvm::StringRef fn, DType) const {

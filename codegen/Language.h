@@ -38,6 +38,34 @@ public:
   /// A math function for element type `t`: exp, log, sqrt, erf (libm's) or
   /// kexp, ktanh (runtime/kernels/FastMath.h's).
   virtual std::string math(llvm::StringRef fn, DType t) const;
+
+  // Row kernels (RowKernel.cpp): a loop over rows `r`, inside it loops over
+  // the columns `c` of row r (with `i` the element's flat index).
+  /// Helpers that row kernels use, once per translation unit.
+  virtual void rowPrelude(llvm::raw_ostream &os) const {}
+  /// Opens the loop over rows; returns its body's indentation.
+  virtual std::string rowLoopBegin(llvm::raw_ostream &os,
+                                   const KernelPlan &p) const;
+  /// Closes it and the function (and writes what the target adds after).
+  virtual void rowLoopEnd(llvm::raw_ostream &os, const KernelPlan &p) const;
+  /// Opens a loop over the row's columns at `indent`, adding into (or taking
+  /// the max into, with `max`) the variables `sums`; returns the body's
+  /// indentation.
+  virtual std::string colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
+                                   const std::string &indent,
+                                   llvm::ArrayRef<std::string> sums,
+                                   bool max = false) const;
+  virtual void colLoopEnd(llvm::raw_ostream &os,
+                          const std::string &indent) const;
+  /// After a column loop: combines the partial `var` of each thread of the
+  /// row into the row's value (nothing on the CPU, one thread per row).
+  virtual void rowCombine(llvm::raw_ostream &os, const std::string &indent,
+                          const std::string &var, bool max) const {}
+  /// The declaration of a scratch row and its element at column c.
+  virtual std::string scratchDecl(const KernelPlan &p, const std::string &type,
+                                  const std::string &name) const;
+  virtual std::string scratchAt(const std::string &name) const;
+  virtual std::string negInfinity(DType t) const;
 };
 
 class CudaLanguage : public Language {
@@ -52,7 +80,24 @@ public:
   std::string loadIndex(const KernelPlan &p,
                         const KernelLoad &l) const override;
   std::string math(llvm::StringRef fn, DType t) const override;
+  void rowPrelude(llvm::raw_ostream &os) const override;
+  std::string rowLoopBegin(llvm::raw_ostream &os,
+                           const KernelPlan &p) const override;
+  void rowLoopEnd(llvm::raw_ostream &os, const KernelPlan &p) const override;
+  std::string colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
+                           const std::string &indent,
+                           llvm::ArrayRef<std::string> sums,
+                           bool max) const override;
+  void colLoopEnd(llvm::raw_ostream &os,
+                  const std::string &indent) const override;
+  void rowCombine(llvm::raw_ostream &os, const std::string &indent,
+                  const std::string &var, bool max) const override;
+  std::string scratchDecl(const KernelPlan &p, const std::string &type,
+                          const std::string &name) const override;
+  std::string scratchAt(const std::string &name) const override;
+  std::string negInfinity(DType t) const override;
 };
+
 
 /// The C type of body value `v` of plan `p`.
 std::string valueCType(const KernelPlan &p, ValueId v);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/Renderer.h"
 
+#include "codegen/KernelWriter.h"
 #include "codegen/Language.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -55,51 +56,19 @@ STRATA_FN uint32_t strata_philox(uint64_t index, uint64_t step, uint32_t seed,
 }
 )";
 
-// Writes one kernel: comments, signature, loop, per-element code.
-class KernelWriter {
-public:
-  /// Without `annotate`, no comments: the text that decides whether two
-  /// plans share code.
-  KernelWriter(llvm::raw_ostream &os, const Language &lang, const KernelPlan &p,
-               bool annotate)
-      : os_(os), lang_(lang), p_(p), g_(*p.body), annotate_(annotate) {}
-  void write(llvm::ArrayRef<std::string> sharers = {});
-
-private:
-  void header();
-  void element(const std::string &indent);
-  /// The expression of node `n`'s result; may first emit temporaries.
-  std::string rule(const Node &n);
-  /// A literal of the current element type (rounded to it, so the kernel
-  /// uses the constant the reference kernel does).
-  std::string lit(double v) const;
-  /// Emits `const T tN = expr;` and returns tN.
-  std::string temp(const std::string &expr);
-  std::string call(llvm::StringRef fn, const std::string &arg) const {
-    return lang_.math(fn, dtype_) + "(" + arg + ")";
-  }
-  /// sigmoid(x) as the reference computes it: one exp of -|x|, never of a
-  /// positive number.
-  std::string sigmoid(const std::string &x);
-  std::string dropout(const Node &n, const std::string &x);
-
-  llvm::raw_ostream &os_;
-  const Language &lang_;
-  const KernelPlan &p_;
-  const Graph &g_;
-  bool annotate_;
-  llvm::DenseMap<ValueId, std::string> var_;
-  std::string indent_;
-  DType dtype_ = DType::F32;
-  int temps_ = 0;
-};
+} // namespace
 
 void KernelWriter::header() {
+  size_t rowSums = llvm::count_if(p_.sums, [](const KernelSum &s) { return s.byRowOp; });
   os_ << "\n// " << p_.name << ": "
-      << g_.nodes().size() - (p_.anchor >= 0) - p_.sums.size()
+      << g_.nodes().size() - (p_.anchor >= 0) - p_.isRowKernel() -
+             (p_.sums.size() - rowSums)
       << " elementwise op(s)";
-  if (!p_.sums.empty())
-    os_ << " and " << p_.sums.size() << " column sum(s)";
+  if (p_.isRowKernel())
+    os_ << " around " << opName(g_.node(p_.row).op) << " ("
+        << g_.node(p_.row).scope << ")";
+  if (p_.sums.size() > rowSums)
+    os_ << " and " << p_.sums.size() - rowSums << " column sum(s)";
   os_ << " over "
       << dtypeName(g_.type(p_.stores.front()).dtype) << "[";
   for (size_t d = 0; d < p_.domain.size(); ++d)
@@ -120,8 +89,15 @@ void KernelWriter::header() {
   for (size_t k = 0; k < p_.stores.size(); ++k) {
     os_ << "//   out" << k << " = %" << g_.value(p_.stores[k]).name << " : "
         << g_.type(p_.stores[k]);
-    if (const KernelSum *s = p_.sumOf(k))
+    if (const KernelSum *s = p_.sumOf(k); s && !s->byRowOp)
       os_ << ", column sums of %" << g_.value(s->value).name;
+    os_ << "\n";
+  }
+  if (p_.isRowKernel()) {
+    os_ << "//   rows of " << p_.inner() << ": prologue pass, "
+        << opName(g_.node(p_.row).op) << ", epilogue pass; scratch rows";
+    for (ValueId v : p_.scratch)
+      os_ << " %" << g_.value(v).name;
     os_ << "\n";
   }
 }
@@ -249,25 +225,63 @@ std::string KernelWriter::rule(const Node &n) {
   }
 }
 
-void KernelWriter::element(const std::string &indent) {
+bool KernelWriter::inPass(size_t node, Pass pass) const {
+  if (pass == Pass::All)
+    return int32_t(node) != p_.anchor;
+  return int32_t(node) != p_.row &&
+         p_.inPrologue[node] == (pass == Pass::Prologue);
+}
+
+KernelWriter::Pass KernelWriter::passOf(ValueId v) const {
+  int32_t d = g_.value(v).defNode;
+  return d >= 0 && d != p_.row && p_.inPrologue[d] ? Pass::Prologue
+                                                    : Pass::Epilogue;
+}
+
+std::string KernelWriter::loadExpr(size_t k) const {
+  return "in" + std::to_string(k) + "[" + lang_.loadIndex(p_, p_.loads[k]) +
+         "]";
+}
+
+void KernelWriter::element(const std::string &indent, Pass pass) {
   indent_ = indent;
+  var_.clear();
   int values = 0;
   auto define = [&](ValueId v) {
     return var_[v] = "v" + std::to_string(values++);
   };
+  // What this pass reads: operands of its nodes, and the values it stores.
+  llvm::SmallVector<bool, 16> read(g_.numValues(), pass == Pass::All);
+  for (size_t n = 0; n < g_.nodes().size(); ++n)
+    if (inPass(n, pass))
+      for (ValueId v : g_.node(n).operands)
+        read[v] = true;
+  for (size_t k = 0; k < p_.stores.size(); ++k) {
+    const KernelSum *s = p_.sumOf(k);
+    ValueId v = s ? s->value : p_.stores[k];
+    if (!(s && s->byRowOp) && (pass == Pass::All || passOf(v) == pass))
+      read[v] = true;
+  }
   for (size_t k = 0; k < p_.loads.size(); ++k) {
     const KernelLoad &l = p_.loads[k];
+    if (!read[l.value])
+      continue;
     std::string name = define(l.value);
     os_ << indent_ << "const " << valueCType(p_, l.value) << " " << name
-        << " = in" << k << "[" << lang_.loadIndex(p_, l) << "];";
+        << " = " << loadExpr(k) << ";";
     if (annotate_)
       os_ << "  // %" << g_.value(l.value).name;
     os_ << "\n";
   }
+  if (pass == Pass::Epilogue)
+    for (ValueId v : p_.scratch)
+      if ((read[v] && passOf(v) == Pass::Prologue) || v == p_.scratch[0])
+        os_ << indent_ << "const " << valueCType(p_, v) << " " << define(v)
+            << " = " << lang_.scratchAt(scratchName(v)) << ";\n";
   std::string scope;
-  for (size_t n = p_.anchor >= 0 ? 1 : 0; n < g_.nodes().size(); ++n) {
+  for (size_t n = 0; n < g_.nodes().size(); ++n) {
     const Node &node = g_.node(n);
-    if (node.op == OpKind::ReduceSum)
+    if (!inPass(n, pass) || node.op == OpKind::ReduceSum)
       continue; // a column sum: accumulated with the stores
     if (annotate_ && node.scope != scope && !node.scope.empty())
       os_ << indent_ << "// " << node.scope << "\n";
@@ -280,13 +294,21 @@ void KernelWriter::element(const std::string &indent) {
     if (annotate_)
       os_ << "  // %" << g_.value(r).name << " = " << opName(node.op);
     os_ << "\n";
+    if (pass == Pass::Prologue && p_.inScratch(r))
+      os_ << indent_ << lang_.scratchAt(scratchName(r)) << " = " << var_[r]
+          << ";\n";
   }
   for (size_t k = 0; k < p_.stores.size(); ++k) {
-    if (const KernelSum *s = p_.sumOf(k))
-      os_ << indent_ << lang_.accumulate(p_, k, var_.lookup(s->value)) << "\n";
+    const KernelSum *s = p_.sumOf(k);
+    if (s && s->byRowOp)
+      continue; // the row op adds its own
+    ValueId v = s ? s->value : p_.stores[k];
+    if (pass != Pass::All && passOf(v) != pass)
+      continue;
+    if (s)
+      os_ << indent_ << lang_.accumulate(p_, k, var_.lookup(v)) << "\n";
     else
-      os_ << indent_ << "out" << k << "[i] = " << var_.lookup(p_.stores[k])
-          << ";\n";
+      os_ << indent_ << "out" << k << "[i] = " << var_.lookup(v) << ";\n";
   }
 }
 
@@ -300,11 +322,13 @@ void KernelWriter::write(llvm::ArrayRef<std::string> sharers) {
     os_ << " (the same code)\n";
   }
   lang_.signature(os_, p_);
+  if (p_.isRowKernel()) {
+    writeRowLoops();
+    return;
+  }
   element(lang_.loopBegin(os_, p_));
   lang_.loopEnd(os_, p_);
 }
-
-} // namespace
 
 KernelSource renderKernels(llvm::ArrayRef<KernelPlan> plans, Target target) {
   std::unique_ptr<Language> lang = target == Target::Cuda
@@ -335,6 +359,8 @@ KernelSource renderKernels(llvm::ArrayRef<KernelPlan> plans, Target target) {
   lang->prelude(os);
   if (llvm::any_of(plans, [](const KernelPlan &p) { return p.usesRng; }))
     os << kPhilox;
+  if (llvm::any_of(plans, [](const KernelPlan &p) { return p.isRowKernel(); }))
+    lang->rowPrelude(os);
   for (size_t k = 0; k < plans.size(); ++k)
     if (first[k])
       KernelWriter(os, *lang, plans[k], /*annotate=*/true).write(sharers[k]);

@@ -14,7 +14,10 @@
 //  - CUDA: extern "C" __global__ void NAME(const T *in0, ..., T *out0, ...,
 //                                          int64_t n, uint64_t seed,
 //                                          uint64_t step);
-//    one thread per element, grid-stride over the n = numElements() elements.
+//    one thread per element, grid-stride over the n = numElements() elements
+//    (a column-sum kernel: one thread per column; a row kernel: one warp per
+//    row, with `double *partial` before `n` when it has column sums, and a
+//    second kernel NAME_sums: see CudaLaunch).
 // `seed` and `step` are the dropout key and counter word (runtime/Device.h
 // LaunchContext); kernels without dropout ignore them.
 //
@@ -40,6 +43,20 @@ struct KernelSource {
   /// symbol and are rendered once.
   std::vector<std::string> symbols;
 };
+
+/// How a CUDA runtime launches the kernel of plan `p` (the conventions
+/// above).
+struct CudaLaunch {
+  unsigned blocks = 0, threads = 0;
+  /// Row kernels with column sums: the kernel runs `warps` warps (one per
+  /// block of consecutive rows) writing their f64 column sums into the
+  /// workspace `partial` (sums x warps x C doubles, sum-major), then
+  /// SYMBOL_sums adds them up in warp order on `sumBlocks` blocks.
+  int64_t warps = 0;
+  int64_t partialDoubles = 0;
+  unsigned sumBlocks = 0, sumThreads = 0;
+};
+CudaLaunch cudaLaunchOf(const KernelPlan &p);
 
 /// One translation unit: the target's prelude, then one kernel per distinct
 /// plan.

@@ -52,6 +52,20 @@ bool isCollective(OpKind k) {
 bool isPartitionOp(OpKind k) {
   return k >= OpKind::ShardSlice && k <= OpKind::OneHot;
 }
+int rowOpOperands(OpKind k) {
+  switch (k) {
+  case OpKind::Softmax:
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm:
+    return 1;
+  case OpKind::SoftmaxGrad:
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNormGrad:
+    return 2;
+  default:
+    return 0;
+  }
+}
 
 std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
                                      llvm::ArrayRef<int64_t> b) {

@@ -37,6 +37,15 @@ bool isCollective(OpKind k);
 /// The rank-dependent ops only the spmd pass makes (shard_slice, pick_label,
 /// one_hot); they have no gradient and exist in partitioned graphs only.
 bool isPartitionOp(OpKind k);
+/// The row ops reduce over the last dim (softmax, layer_norm, rms_norm and
+/// their gradients): how many leading operands are rows of the result's
+/// shape; the others are per-column vectors [C] (weight, bias). Result 0 is
+/// rows; the norm gradients' other results (dw, db) are per-column sums.
+/// 0 for every other op.
+int rowOpOperands(OpKind k);
+/// The longest row (last dim) of a row op in a fused body: its kernel keeps
+/// rows in scratch arrays (codegen/KernelPlan.h).
+constexpr int64_t kMaxFusedRow = 4096;
 
 /// Infers result types from operand types and attributes, checking every
 /// constraint of the op. The error message says what is wrong and why.

@@ -192,10 +192,15 @@ void FusedGraphBuilder::emitGroup(const FusionGroup &group) {
     llvm::SmallVector<ValueId, 4> operands;
     for (ValueId v : n.operands)
       operands.push_back(inBody[v]);
-    llvm::SmallVector<TensorType, 1> types{g_.type(n.results[0])};
-    llvm::SmallVector<std::string, 1> names{g_.value(n.results[0]).name};
+    llvm::SmallVector<TensorType, 1> types;
+    llvm::SmallVector<std::string, 1> names;
+    for (ValueId r : n.results) {
+      types.push_back(g_.type(r));
+      names.push_back(g_.value(r).name);
+    }
     int32_t b = body->addNode(n.op, operands, types, n.attrs, n.scope, names);
-    inBody[n.results[0]] = body->node(b).results[0];
+    for (size_t k = 0; k < n.results.size(); ++k)
+      inBody[n.results[k]] = body->node(b).results[k];
   }
   llvm::SmallVector<ValueId, 8> bodyOutputs;
   for (ValueId r : outputs)
@@ -250,19 +255,24 @@ std::unique_ptr<Pass> createFusionPass(const FusionOptions &options) {
 void registerFusionPass() {
   registerPass(
       {"fusion",
-       "group elementwise chains (and matmul epilogues) into fused "
-       "kernels; {epilogues=false} keeps matmuls out",
+       "group elementwise chains, matmul epilogues and row-op (softmax, "
+       "norm) prologues/epilogues into fused kernels; {epilogues=false} "
+       "keeps matmuls out, {rows=false} row ops",
        [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
-         if (auto e = checkPassOptions("fusion", options, {"epilogues"}))
+         if (auto e = checkPassOptions("fusion", options, {"epilogues", "rows"}))
            return e;
          FusionOptions o;
-         if (auto it = options.find("epilogues"); it != options.end()) {
+         for (auto [key, flag] : {std::pair{"epilogues", &o.matmulEpilogues},
+                                  std::pair{"rows", &o.rowOps}}) {
+           auto it = options.find(key);
+           if (it == options.end())
+             continue;
            if (it->second != "true" && it->second != "false")
              return llvm::createStringError(
                  llvm::inconvertibleErrorCode(),
-                 "fusion: epilogues must be true or false, got '" + it->second +
-                     "'");
-           o.matmulEpilogues = it->second == "true";
+                 "fusion: " + std::string(key) +
+                     " must be true or false, got '" + it->second + "'");
+           *flag = it->second == "true";
          }
          return createFusionPass(o);
        }});

@@ -11,7 +11,8 @@
 // Internal values disappear from the graph. Nodes are re-sorted
 // topologically, each unit (node or group) as early as its inputs allow but
 // in original order otherwise, groups placed at their last member.
-// Options: `epilogues=false` keeps matmuls out of groups.
+// Options: `epilogues=false` keeps matmuls out of groups, `rows=false`
+// keeps row ops (softmax, norms) out.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -43,14 +43,15 @@ private:
     bool alive = true;
   };
 
-  int32_t newGroup(int32_t node, bool anchor);
+  enum class Lead { None, Anchor, Row };
+  int32_t newGroup(int32_t node, Lead lead);
   /// Merges group b into group a if the rules allow; returns whether a and b
   /// are one group afterwards.
   bool tryMerge(int32_t a, int32_t b);
   /// No path from `members` through a non-member back into `members`.
   bool isConvex(llvm::ArrayRef<int32_t> members);
-  /// Some member reads a column sum of the members (complete only after the
-  /// kernel's loop).
+  /// Some member reads a column sum of the members, or a row op's dw / db
+  /// (complete only after the kernel's loop).
   bool readsOwnSum(llvm::ArrayRef<int32_t> members) const;
   /// Adds column sum `node` to the group of its operand's producer.
   void joinAsColumnSum(int32_t node);
@@ -68,12 +69,14 @@ private:
   std::vector<bool> isOutput_;
 };
 
-int32_t Grouper::newGroup(int32_t node, bool anchor) {
+int32_t Grouper::newGroup(int32_t node, Lead lead) {
   const Node &n = g_.node(node);
   Group grp;
   grp.g.members.push_back(node);
-  if (anchor)
+  if (lead == Lead::Anchor)
     grp.g.anchor = node;
+  if (lead == Lead::Row)
+    grp.g.row = node;
   grp.domain = g_.type(n.results[0]).shape;
   grp.backward = isBackward(n);
   groups_.push_back(std::move(grp));
@@ -109,8 +112,11 @@ bool Grouper::readsOwnSum(llvm::ArrayRef<int32_t> members) const {
   for (int32_t m : members)
     for (ValueId v : g_.node(m).operands) {
       int32_t p = g_.value(v).defNode;
-      if (p >= 0 && g_.node(p).op == OpKind::ReduceSum &&
-          llvm::is_contained(members, p))
+      if (p < 0 || !llvm::is_contained(members, p))
+        continue;
+      const Node &def = g_.node(p);
+      if (def.op == OpKind::ReduceSum ||
+          (rowOpOperands(def.op) && v != def.results[0]))
         return true;
     }
   return false;
@@ -137,8 +143,9 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
   if (a == b)
     return true;
   Group &ga = groups_[a], &gb = groups_[b];
+  auto led = [](const Group &x) { return x.g.anchor >= 0 || x.g.row >= 0; };
   if (ga.domain != gb.domain || ga.backward != gb.backward ||
-      (ga.g.anchor >= 0 && gb.g.anchor >= 0))
+      (led(ga) && led(gb)))
     return false;
   llvm::SmallVector<int32_t, 8> merged;
   std::merge(ga.g.members.begin(), ga.g.members.end(), gb.g.members.begin(),
@@ -147,6 +154,7 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
     return false;
   ga.g.members = std::move(merged);
   ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
+  ga.g.row = std::max(ga.g.row, gb.g.row);
   for (int32_t m : gb.g.members)
     groupOf_[m] = a;
   gb.alive = false;
@@ -173,9 +181,19 @@ std::vector<FusionGroup> Grouper::run() {
       joinAsColumnSum(n);
       continue;
     }
+    if (options_.rowOps && isFusableRowOp(g_, node)) {
+      // Prologue: the groups of its row operands' producers.
+      newGroup(n, Lead::Row);
+      for (int k = 0; k < rowOpOperands(node.op); ++k) {
+        int32_t p = g_.value(node.operands[k]).defNode;
+        if (p >= 0 && groupOf_[p] >= 0)
+          tryMerge(groupOf_[n], groupOf_[p]);
+      }
+      continue;
+    }
     if (!isFusableElementwise(g_, node))
       continue;
-    newGroup(n, /*anchor=*/false);
+    newGroup(n, Lead::None);
     for (ValueId v : node.operands) {
       int32_t p = g_.value(v).defNode;
       if (p < 0)
@@ -183,7 +201,7 @@ std::vector<FusionGroup> Grouper::run() {
       if (groupOf_[p] >= 0) {
         tryMerge(groupOf_[n], groupOf_[p]); // refused if p is a column sum
       } else if (isAnchorFor(p, v, n)) {
-        int32_t ga = newGroup(p, /*anchor=*/true);
+        int32_t ga = newGroup(p, Lead::Anchor);
         if (!tryMerge(groupOf_[n], ga)) {
           groups_[ga].alive = false;
           groupOf_[p] = -1;
@@ -231,6 +249,18 @@ bool isFusableElementwise(const Graph &g, const Node &n) {
     return false;
   bool dropout = n.op == OpKind::Dropout || n.op == OpKind::DropoutGrad;
   return !(dropout && hasSplitDim(r));
+}
+
+bool isFusableRowOp(const Graph &g, const Node &n) {
+  if (!rowOpOperands(n.op))
+    return false;
+  const TensorType &t = g.type(n.results[0]);
+  // Rank >= 2: a row op's [C] vectors then never have the domain's shape,
+  // so no group member can compute them (they are read from memory).
+  if (t.rank() < 2 || t.shape.back() > kMaxFusedRow || t.shape.back() < 1)
+    return false;
+  auto isFloat = [&](ValueId v) { return isFloatKernelDType(g.type(v).dtype); };
+  return llvm::all_of(n.operands, isFloat) && llvm::all_of(n.results, isFloat);
 }
 
 std::vector<FusionGroup> findFusionGroups(const Graph &g,

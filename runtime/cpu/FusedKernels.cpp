@@ -322,6 +322,16 @@ llvm::Error runFusedKernel(const Graph &g, const Node &node,
   for (const codegen::KernelLoad &l : p.loads)
     in.push_back(l.operand < 0 ? results[p.anchorResult] : operands[l.operand]);
   llvm::SmallVector<void *, 4> out(results.begin(), results.end());
+  if (p.sums.empty() && p.isRowKernel()) { // whole rows per call
+    const int64_t C = p.inner();
+    kernels::parallelFor(0, p.numElements() / C,
+                         std::max<int64_t>(1, kElemGrain / C),
+                         [&](int64_t lo, int64_t hi) {
+                           k->fn(in.data(), out.data(), lo * C, hi * C,
+                                 ctx.seed, ctx.step);
+                         });
+    return llvm::Error::success();
+  }
   if (p.sums.empty()) {
     kernels::parallelFor(
         0, p.numElements(), kElemGrain, [&](int64_t lo, int64_t hi) {

@@ -19,6 +19,7 @@
 
 #include "codegen/NvrtcCompiler.h"
 #include "codegen/Renderer.h"
+#include "ir/IRText.h"
 #include "runtime/Interpreter.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "test/codegen/RunOnCpu.h"
@@ -205,20 +206,38 @@ void FusedGpu::checkGraph(const Graph &g, int &count) {
     }
     int64_t elems = p.numElements();
     uint64_t seed = launch.seed, step = launch.step;
+    codegen::CudaLaunch geometry = codegen::cudaLaunchOf(p);
+    CUdeviceptr partial = 0;
+    if (geometry.partialDoubles)
+      ASSERT_CU(cu.cuMemAlloc(&partial, geometry.partialDoubles * 8));
     std::vector<void *> args;
     for (CUdeviceptr &d : loads)
       args.push_back(&d);
     for (CUdeviceptr &d : outs)
       args.push_back(&d);
+    if (partial)
+      args.push_back(&partial);
     args.push_back(&elems);
     args.push_back(&seed);
     args.push_back(&step);
     CUfunction fn;
     ASSERT_CU(cu.cuModuleGetFunction(&fn, module, source.symbols[k].c_str()));
-    unsigned blocks = unsigned(std::min<int64_t>((elems + 255) / 256, 4096));
-    ASSERT_CU(cu.cuLaunchKernel(fn, blocks, 1, 1, 256, 1, 1, 0, nullptr,
-                                args.data(), nullptr));
+    ASSERT_CU(cu.cuLaunchKernel(fn, geometry.blocks, 1, 1, geometry.threads, 1,
+                                1, 0, nullptr, args.data(), nullptr));
+    if (partial) { // the row kernel's column sums, added up in warp order
+      std::vector<void *> sumArgs{&partial};
+      for (const codegen::KernelSum &s : p.sums)
+        sumArgs.push_back(&outs[s.store]);
+      CUfunction sums;
+      ASSERT_CU(cu.cuModuleGetFunction(
+          &sums, module, (source.symbols[k] + "_sums").c_str()));
+      ASSERT_CU(cu.cuLaunchKernel(sums, geometry.sumBlocks, 1, 1,
+                                  geometry.sumThreads, 1, 1, 0, nullptr,
+                                  sumArgs.data(), nullptr));
+    }
     ASSERT_CU(cu.cuCtxSynchronize());
+    if (partial)
+      cu.cuMemFree(partial);
     for (size_t r = 0; r < outs.size(); ++r) {
       HostTensor got(want[r].type());
       ASSERT_CU(cu.cuMemcpyDtoH(got.raw(), outs[r], got.bytes()));
@@ -250,6 +269,14 @@ TEST_F(FusedGpu, KernelsMatchTheCpu) {
     if (HasFatalFailure())
       return;
   }
+  // Every row op (softmax ones too, which the models do not fuse).
+  std::string rows = test::kRowOpsIR;
+  for (size_t at; (at = rows.find("T[")) != std::string::npos;)
+    rows.replace(at, 1, "f32");
+  auto g = parseGraph(rows, "row_ops");
+  ASSERT_TRUE(bool(g)) << toString(g.takeError());
+  ASSERT_TRUE(fuseGraph(*g));
+  checkGraph(*g, count);
   std::cout << "compared " << count << " fused kernels on sm_" << arch << "\n";
   EXPECT_GT(count, 0);
 }

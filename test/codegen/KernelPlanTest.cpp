@@ -226,6 +226,77 @@ graph @g(%x: f32[2,3,8], %y: f32[2,3,8]) {
   EXPECT_TRUE(contains(cuda, "out1[c] = (float)sum1;")) << cuda;
 }
 
+// A residual add (prologue) feeding a layer-norm gradient whose dx is added
+// to another gradient (epilogue) and column-summed, with dw and db: one row
+// kernel, two passes around the row op.
+constexpr const char *kRowKernel = R"(
+graph @g(%dy: f32[2,3,8], %a: f32[2,3,8], %b: f32[2,3,8], %w: f32[8], %bias: f32[8], %up: f32[2,3,8]) {
+  %h, %dw, %db, %d, %s = fused(%dy, %a, %b, %w, %bias, %up) {kernel="lnrow"} : f32[2,3,8], f32[8], f32[8], f32[2,3,8], f32[8] {  # layers
+    %h = add(%a, %b) : f32[2,3,8]  # layers.0.residual
+    %dx, %dw, %db = layer_norm_grad(%dy, %h, %w, %bias) {eps=1e-05} : f32[2,3,8], f32[8], f32[8]  # layers.1.ln
+    %d = add(%up, %dx) : f32[2,3,8]  # layers.1.ln
+    %s = reduce_sum(%d) {axes=[0, 1]} : f32[8]  # layers.0.proj
+    return %h, %dw, %db, %d, %s
+  }
+  return %h, %dw, %db, %d, %s
+}
+)";
+
+TEST(Renderer, RowKernelPasses) {
+  Graph g;
+  auto body = bodyOf(kRowKernel, g);
+  ASSERT_TRUE(body);
+  auto p = codegen::planKernel(*body);
+  ASSERT_TRUE(bool(p)) << toString(p.takeError());
+  EXPECT_EQ(p->row, 1);
+  EXPECT_EQ(p->dims, (llvm::SmallVector<int64_t, 4>{6, 8}));
+  EXPECT_EQ(p->inPrologue, (std::vector<bool>{true, false, false, false}));
+  // Scratch: dx (the row op's result) and h (read by the row op).
+  ASSERT_EQ(p->scratch.size(), 2u);
+  EXPECT_EQ(body->value(p->scratch[0]).name, "dx");
+  EXPECT_EQ(body->value(p->scratch[1]).name, "h");
+  ASSERT_EQ(p->sums.size(), 3u); // dw, db by the row op; s by reduce_sum
+  EXPECT_TRUE(p->sums[0].byRowOp);
+  EXPECT_TRUE(p->sums[1].byRowOp);
+  EXPECT_FALSE(p->sums[2].byRowOp);
+  std::string cpp = codegen::renderKernels({*p}, codegen::Target::Cpp).text;
+  std::string cuda = codegen::renderKernels({*p}, codegen::Target::Cuda).text;
+  for (const std::string &s : {cpp, cuda}) {
+    EXPECT_TRUE(contains(s, "// lnrow: 2 elementwise op(s) around "
+                            "layer_norm_grad (layers.1.ln) and 1 column sum(s)"))
+        << s;
+    EXPECT_TRUE(contains(s, "scratch rows %dx %h")) << s;
+  }
+  // C++: one row per iteration, the prologue writes h's scratch row and
+  // result 0, the statistics are f64 simd reductions, dw / db and the
+  // column sum accumulate into f64 rows.
+  EXPECT_TRUE(contains(cpp, "for (int64_t r = begin / 8; r < end / 8; ++r) {"))
+      << cpp;
+  EXPECT_TRUE(contains(cpp, "alignas(64) float s1[8];")) << cpp;
+  EXPECT_TRUE(contains(cpp, "s1[c] = v2;\n      out0[i] = v2;")) << cpp;
+  EXPECT_TRUE(contains(cpp, "#pragma omp simd reduction(+ : sumG, sumGX)"))
+      << cpp;
+  EXPECT_TRUE(contains(cpp, "s0[c] = (float)(rstd * (g - meanG - xhat * meanGX));"))
+      << cpp;
+  EXPECT_TRUE(contains(cpp, "out1[c] += (double)in2[i] * xhat;")) << cpp;
+  EXPECT_TRUE(contains(cpp, "out2[c] += (double)in2[i];")) << cpp;
+  EXPECT_TRUE(contains(cpp, "out3[i] = v2;\n      out4[c] += (double)v2;"))
+      << cpp;
+  // CUDA: a warp per row block, shuffles for the row sums, per-warp column
+  // sums in a workspace and a second kernel that adds them in warp order.
+  EXPECT_TRUE(contains(cuda, "double *partial, int64_t n,")) << cuda;
+  EXPECT_TRUE(contains(cuda, "sumGX = strata_warp_sum(sumGX);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "float s1[1];")) << cuda;
+  EXPECT_TRUE(contains(cuda, "acc1[j] += (double)in2[i] * xhat;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "extern \"C\" __global__ void lnrow_sums(const "
+                             "double *partial, float *out1, float *out2, "
+                             "float *out4) {"))
+      << cuda;
+  codegen::CudaLaunch l = codegen::cudaLaunchOf(*p);
+  EXPECT_EQ(l.warps, 6);
+  EXPECT_EQ(l.partialDoubles, 3 * 6 * 8);
+}
+
 struct PlanError {
   const char *name;
   const char *body;  // body lines of `%y = fused(%x, %w) : f32[2,4]`
@@ -252,9 +323,18 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, KernelPlanErrors,
     testing::Values(
         PlanError{"NoRule",
-                  "f32[2,4] {\n    %y = softmax(%x) : f32[2,4]\n"
-                  "    return %y\n  }\n",
-                  "kernel k: no rendering rule for softmax (%y)"},
+                  "f32[2,1] {\n    %y = reduce_max(%x) {axes=[1], "
+                  "keepdim=true} : f32[2,1]\n    return %y\n  }\n",
+                  "kernel k: no rendering rule for reduce_max (%y)"},
+        PlanError{"TwoRowOps",
+                  "f32[2,4] {\n    %a = softmax(%x) : f32[2,4]\n"
+                  "    %y = softmax(%a) : f32[2,4]\n    return %y\n  }\n",
+                  "kernel k: has two row ops (%a, %y); a kernel takes one"},
+        PlanError{"AnchorAndRow",
+                  "f32[2,4] {\n    %m = matmul(%x, %w) : f32[2,4]\n"
+                  "    %y = softmax(%m) : f32[2,4]\n    return %y\n  }\n",
+                  "kernel k: a matmul anchor and row op %y cannot share a "
+                  "kernel"},
         PlanError{"OnlySum",
                   "f32[4] {\n    %y = reduce_sum(%x) {axes=[0]} : f32[4]\n"
                   "    return %y\n  }\n",

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "TestGraphs.h"
 
+#include "ir/IRText.h"
+
 #include "codegen/NvrtcCompiler.h"
 #include "codegen/Renderer.h"
 
@@ -48,6 +50,39 @@ TEST_P(NvrtcModel, EveryFusedKernelCompilesForSm80AndSm90) {
 INSTANTIATE_TEST_SUITE_P(Examples, NvrtcModel,
                          testing::Values("gpt_tiny", "llama_tiny",
                                          "gpt2_124m"));
+
+// The row kernels of every row op (test::kRowOpsIR), f32 and f64: each with
+// its second kernel (NAME_sums) where it has column sums.
+TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
+  for (std::string dtype : {"f32", "f64"}) {
+    std::string text = test::kRowOpsIR;
+    for (size_t at; (at = text.find("T[")) != std::string::npos;)
+      text.replace(at, 1, dtype);
+    auto g = parseGraph(text, "row_ops");
+    ASSERT_TRUE(bool(g)) << toString(g.takeError());
+    ASSERT_TRUE(fuseGraph(*g));
+    std::vector<codegen::KernelPlan> plans;
+    for (const Node &n : g->nodes()) {
+      if (n.op != OpKind::Fused)
+        continue;
+      auto plan = codegen::planKernel(*n.body);
+      ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
+      plans.push_back(std::move(*plan));
+    }
+    ASSERT_EQ(llvm::count_if(plans, [](auto &p) { return p.isRowKernel(); }), 6);
+    codegen::KernelSource source =
+        codegen::renderKernels(plans, codegen::Target::Cuda);
+    auto cubin = codegen::compileCubin(source.text, 90);
+    ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError()) << source.text;
+    for (size_t k = 0; k < plans.size(); ++k) {
+      EXPECT_NE(cubin->find(source.symbols[k] + '\0'), std::string::npos);
+      if (plans[k].isRowKernel() && !plans[k].sums.empty())
+        EXPECT_NE(cubin->find(source.symbols[k] + "_sums" + '\0'),
+                  std::string::npos)
+            << dtype << " " << source.symbols[k];
+    }
+  }
+}
 
 TEST(Nvrtc, ErrorsCarryTheLog) {
   auto cubin = codegen::compileCubin(

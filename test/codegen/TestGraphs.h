@@ -54,6 +54,36 @@ inline constexpr const char *kLlamaBlockSpec =
     "2 "
     "dropout: 0.1";
 
+/// Every row op with a prologue and an epilogue (element type T, replaced
+/// by the tests): scale + mask + softmax (+ dropout), dropout_grad +
+/// softmax_grad (+ scale), residual add + layer_norm (+ gelu), mul +
+/// rms_norm (+ silu), and the norm gradients with dw / db, an added
+/// residual gradient and a column sum; rows of 40 over [4,6].
+inline constexpr const char *kRowOpsIR = R"(
+graph @row_ops(%x: T[4,6,40], %mask: T[6,40], %w: T[40], %b: T[40], %dy: T[4,6,40], %res: T[4,6,40]) {
+  %sx = scale(%x) {value=0.125} : T[4,6,40]
+  %ms = add(%sx, %mask) : T[4,6,40]
+  %p = softmax(%ms) : T[4,6,40]
+  %pd = dropout(%p) {p=0.25, stream=1} : T[4,6,40]
+  %dd = dropout_grad(%dy) {p=0.25, stream=1} : T[4,6,40]
+  %ds = softmax_grad(%dd, %p) : T[4,6,40]
+  %dsx = scale(%ds) {value=0.125} : T[4,6,40]
+  %h = add(%res, %x) : T[4,6,40]
+  %ln = layer_norm(%h, %w, %b) {eps=1e-05} : T[4,6,40]
+  %act = gelu(%ln) {approx="tanh"} : T[4,6,40]
+  %q = mul(%x, %res) : T[4,6,40]
+  %rn = rms_norm(%q, %w) {eps=1e-06} : T[4,6,40]
+  %rs = silu(%rn) : T[4,6,40]
+  %dy2 = mul(%dy, %res) : T[4,6,40]
+  %lg, %gw, %gb = layer_norm_grad(%dy2, %h, %w, %b) {eps=1e-05} : T[4,6,40], T[40], T[40]
+  %gr = add(%lg, %dy) : T[4,6,40]
+  %gs = reduce_sum(%gr) {axes=[0, 1]} : T[40]
+  %rg, %rgw = rms_norm_grad(%dy, %q, %w) {eps=1e-06} : T[4,6,40], T[40]
+  %rgs = scale(%rg) {value=2.0} : T[4,6,40]
+  return %pd, %dsx, %act, %rs, %gr, %gw, %gb, %gs, %rgs, %rgw
+}
+)";
+
 /// A tensor of `type` with random values: floats uniform in [lo, hi), ints in
 /// [0, intRange).
 inline HostTensor randomTensor(const TensorType &type, std::mt19937 &rng,
