@@ -23,33 +23,49 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
               ldc);
 }
 
-/// One GEMM whose output is cut across parallelFor's threads, each tile a
-/// single-threaded BLAS call (OpenBLAS's own threads are off; Parallel.h).
-/// Cutting rows or columns of C never splits a dot product, so every element
-/// is the same sum in the same order whatever the thread count.
+/// One GEMM whose output is cut into tiles of whole 32-row (or column)
+/// panels, each tile a single-threaded BLAS call (OpenBLAS's own threads
+/// are off; Parallel.h), the tiles spread over parallelFor's threads. The
+/// tiling is a function of the shape alone: OpenBLAS picks its kernel by
+/// the call's shape (small-matrix and direct paths below a few MFLOP, each
+/// summing in its own order), so tiles cut by the thread count would round
+/// differently at different thread counts. Cutting rows or columns of C
+/// never splits a dot product.
 template <typename T>
 void gemmTiled(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                int64_t k, double alpha, const T *a, int lda, const T *b,
                int ldb, double beta, T *c, int ldc) {
-  // A tile should carry >= ~2 MFLOP (tens of microseconds), well above a
-  // fork/join; tiles are multiples of 32 rows/columns (whole BLAS panels).
-  constexpr int64_t kTileFlops = int64_t(1) << 21, kAlign = 32;
+  // A power-of-two number of tiles (even over 2 or 4 threads), each of
+  // >= 2 panels (64 rows: narrower tiles re-pack the other operand too
+  // often, +12% at 32) and >= 4 MFLOP; beyond 4 tiles only while each keeps
+  // >= 64 MFLOP (big GEMMs on many cores).
+  constexpr int64_t kAlign = 32, kMinFlops = int64_t(4) << 20,
+                    kManyFlops = int64_t(64) << 20;
   bool byRows = m >= n;
-  int64_t extent = byRows ? m : n, other = byRows ? n : m;
-  int64_t perUnit = std::max<int64_t>(1, 2 * other * k * kAlign);
-  int64_t grainUnits = std::max<int64_t>(1, kTileFlops / perUnit);
+  int64_t extent = byRows ? m : n;
   int64_t units = (extent + kAlign - 1) / kAlign;
-  parallelFor(0, units, grainUnits, [&](int64_t lo, int64_t hi) {
-    int64_t i0 = lo * kAlign, i1 = std::min(extent, hi * kAlign);
-    int64_t len = i1 - i0;
-    if (byRows) {
-      const T *ai = ta == CblasTrans ? a + i0 : a + i0 * lda;
-      gemm(ta, tb, int(len), int(n), int(k), alpha, ai, lda, b, ldb, beta,
-           c + i0 * ldc, ldc);
-    } else {
-      const T *bj = tb == CblasTrans ? b + i0 * ldb : b + i0;
-      gemm(ta, tb, int(m), int(len), int(k), alpha, a, lda, bj, ldb, beta,
-           c + i0, ldc);
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  int64_t tiles = 1;
+  while (tiles * 2 * 2 <= units && (tiles * 2) * kMinFlops <= flops &&
+         (tiles * 2 <= 4 || (tiles * 2) * kManyFlops <= flops))
+    tiles *= 2;
+  int64_t tileUnits = (units + tiles - 1) / tiles;
+  parallelFor(0, tiles, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      int64_t i0 = t * tileUnits * kAlign;
+      int64_t i1 = std::min(extent, (t + 1) * tileUnits * kAlign);
+      if (i0 >= i1)
+        continue;
+      int64_t len = i1 - i0;
+      if (byRows) {
+        const T *ai = ta == CblasTrans ? a + i0 : a + i0 * lda;
+        gemm(ta, tb, int(len), int(n), int(k), alpha, ai, lda, b, ldb, beta,
+             c + i0 * ldc, ldc);
+      } else {
+        const T *bj = tb == CblasTrans ? b + i0 * ldb : b + i0;
+        gemm(ta, tb, int(m), int(len), int(k), alpha, a, lda, bj, ldb, beta,
+             c + i0, ldc);
+      }
     }
   });
 }
