@@ -266,11 +266,7 @@ graph @all_rules(%x: T[4,6,8], %y: T[8], %z: T[6,1], %w: T[4,1,1], %s: T[], %n: 
 class AllRules : public testing::TestWithParam<const char *> {};
 
 TEST_P(AllRules, MatchTheReferenceKernels) {
-  std::string text = kAllRulesIR;
-  for (size_t at; (at = text.find("T[")) != std::string::npos;)
-    text.replace(at, 1, GetParam());
-  for (size_t at; (at = text.find("\"T\"")) != std::string::npos;)
-    text.replace(at, 3, "\"" + std::string(GetParam()) + "\"");
+  std::string text = test::withDType(kAllRulesIR, GetParam());
   auto g = parseGraph(text, "all_rules");
   ASSERT_TRUE(bool(g)) << toString(g.takeError());
   const Node &fused = g->nodes().front();
@@ -295,9 +291,7 @@ INSTANTIATE_TEST_SUITE_P(DTypes, AllRules, testing::Values("f32", "f64"));
 class RowOps : public testing::TestWithParam<const char *> {};
 
 TEST_P(RowOps, FusedKernelsMatchTheReferenceKernels) {
-  std::string text = test::kRowOpsIR;
-  for (size_t at; (at = text.find("T[")) != std::string::npos;)
-    text.replace(at, 1, GetParam());
+  std::string text = test::withDType(test::kRowOpsIR, GetParam());
   auto g = parseGraph(text, "row_ops");
   ASSERT_TRUE(bool(g)) << toString(g.takeError());
   Graph plain = *g;
@@ -372,8 +366,7 @@ graph @sums(%x: T[3,100,130], %b: T[130]) {
   return %g, %db, %dx
 }
 )";
-    for (size_t at; (at = text.find("T[")) != std::string::npos;)
-      text.replace(at, 1, t);
+    text = test::withDType(text, t);
     auto g = parseGraph(text, "sums");
     ASSERT_TRUE(bool(g)) << toString(g.takeError());
     int threads = kernels::getNumThreads();

@@ -270,10 +270,7 @@ TEST_F(FusedGpu, KernelsMatchTheCpu) {
       return;
   }
   // Every row op (softmax ones too, which the models do not fuse).
-  std::string rows = test::kRowOpsIR;
-  for (size_t at; (at = rows.find("T[")) != std::string::npos;)
-    rows.replace(at, 1, "f32");
-  auto g = parseGraph(rows, "row_ops");
+  auto g = parseGraph(test::withDType(test::kRowOpsIR, "f32"), "row_ops");
   ASSERT_TRUE(bool(g)) << toString(g.takeError());
   ASSERT_TRUE(fuseGraph(*g));
   checkGraph(*g, count);

@@ -54,11 +54,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, NvrtcModel,
 // The row kernels of every row op (test::kRowOpsIR), f32 and f64: each with
 // its second kernel (NAME_sums) where it has column sums.
 TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
-  for (std::string dtype : {"f32", "f64"}) {
-    std::string text = test::kRowOpsIR;
-    for (size_t at; (at = text.find("T[")) != std::string::npos;)
-      text.replace(at, 1, dtype);
-    auto g = parseGraph(text, "row_ops");
+  for (const char *dtype : {"f32", "f64"}) {
+    auto g = parseGraph(test::withDType(test::kRowOpsIR, dtype), "row_ops");
     ASSERT_TRUE(bool(g)) << toString(g.takeError());
     ASSERT_TRUE(fuseGraph(*g));
     std::vector<codegen::KernelPlan> plans;

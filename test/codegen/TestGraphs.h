@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 namespace strata::test {
 
@@ -83,6 +84,16 @@ graph @row_ops(%x: T[4,6,40], %mask: T[6,40], %w: T[40], %b: T[40], %dy: T[4,6,4
   return %pd, %dsx, %act, %rs, %gr, %gw, %gb, %gs, %rgs, %rgw
 }
 )";
+
+/// `text` with the element type placeholder `T[` (and `"T"`) replaced by
+/// `dtype` ("f32", "f64").
+inline std::string withDType(std::string text, llvm::StringRef dtype) {
+  for (size_t at; (at = text.find("T[")) != std::string::npos;)
+    text.replace(at, 1, dtype.str());
+  for (size_t at; (at = text.find("\"T\"")) != std::string::npos;)
+    text.replace(at, 3, "\"" + dtype.str() + "\"");
+  return text;
+}
 
 /// A tensor of `type` with random values: floats uniform in [lo, hi), ints in
 /// [0, intRange).
