@@ -20,7 +20,10 @@ void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
   const T invBc2Sqrt =
       static_cast<T>(1.0 / std::sqrt(1.0 - std::pow(cfg.beta2, double(t))));
   const T eps = static_cast<T>(cfg.eps);
-  parallelFor(0, n, 32768, [&](int64_t lo, int64_t hi) {
+  // ~0.3 ns per element (a sqrt and a divide): 8K elements are ~2.5 us, a
+  // few wake-ups' worth. With 32K, gpt_tiny's 128 x 128 weights ran on one
+  // thread (16K: 5.2 -> 3.3 us on two).
+  parallelFor(0, n, 8192, [&](int64_t lo, int64_t hi) {
 #pragma omp simd
     for (int64_t i = lo; i < hi; ++i) {
       T gi = g[i];

@@ -5,12 +5,11 @@
 // parallelism of the whole library, GEMMs included (OpenBLAS itself runs
 // single-threaded; matmul() splits GEMMs into tiles through parallelFor).
 //
-// Implementation choice: OpenMP (see Parallel.cpp). It keeps a persistent
-// thread team, so a parallelFor costs a fork/join of a few microseconds rather
-// than spawning threads, and a parallelFor nested inside another one runs
-// serially (OpenMP's default max-active-levels of 1) instead of
-// oversubscribing. A hand-written std::thread pool would have to re-implement
-// both. OpenMP is a private detail of Parallel.cpp; this header is plain C++.
+// Implementation: a persistent pool per calling thread (Parallel.cpp), so a
+// call costs a wake-up of spinning workers rather than spawning threads, and
+// a parallelFor nested inside another one runs inline instead of
+// oversubscribing. Workers claim chunks; the caller runs whatever is left
+// and never waits for a worker that was not scheduled in time.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -97,4 +97,37 @@ TEST(Attention, BackwardFiniteDifference) {
     }
 }
 
+TEST(Attention, FloatMatchesDoubleAtTrainingShapes) {
+  // Shapes past the vector paths' block sizes (16 keys, 8 x 8 transposes):
+  // gpt_tiny's head (S = 64, D = 32) and one with remainders everywhere. The
+  // f64 kernels are the reference (checked above against the explicit
+  // softmax and finite differences).
+  Rng rng;
+  for (AttentionDims d : {AttentionDims{2, 64, 2, 2, 32}, AttentionDims{1, 67, 4, 2, 20}})
+    for (bool causal : {true, false}) {
+      auto [B, S, Hq, Hkv, D] = d;
+      size_t qn = B * S * Hq * D, kn = B * S * Hkv * D;
+      std::vector<double> q = rng.normal(qn), k = rng.normal(kn), v = rng.normal(kn),
+                          r = rng.normal(qn), out(qn), dq(qn), dk(kn), dv(kn);
+      double scale = 1.0 / std::sqrt(double(D));
+      attentionFwd(q.data(), k.data(), v.data(), out.data(), d, causal, scale);
+      attentionBwd(r.data(), q.data(), k.data(), v.data(), dq.data(), dk.data(), dv.data(), d,
+                   causal, scale);
+      std::vector<float> qf = cast<float>(q), kf = cast<float>(k), vf = cast<float>(v),
+                         rf = cast<float>(r), of(qn), dqf(qn), dkf(kn), dvf(kn);
+      attentionFwd(qf.data(), kf.data(), vf.data(), of.data(), d, causal, scale);
+      attentionBwd(rf.data(), qf.data(), kf.data(), vf.data(), dqf.data(), dkf.data(),
+                   dvf.data(), d, causal, scale);
+      std::string what = "S=" + std::to_string(S) + " D=" + std::to_string(D) +
+                         (causal ? " causal" : " full");
+      std::vector<int64_t> qs = {B, S, Hq, D}, ks = {B, S, Hkv, D};
+      // Sums of <= 67 terms of O(1) products in f32 (inputs rounded to f32
+      // too): a few 1e-6 relative, far below any indexing or masking error.
+      EXPECT_TRUE(allClose(what + " out", of, out, 2e-5, 2e-5, qs));
+      EXPECT_TRUE(allClose(what + " dq", dqf, dq, 2e-5, 2e-5, qs));
+      EXPECT_TRUE(allClose(what + " dk", dkf, dk, 2e-5, 2e-5, ks));
+      EXPECT_TRUE(allClose(what + " dv", dvf, dv, 2e-5, 2e-5, ks));
+    }
+}
+
 } // namespace
