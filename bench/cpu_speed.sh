@@ -12,9 +12,10 @@ S=${STRATA:-build/tools/strata/strata}  # STRATA=build-x/tools/strata/strata
 data=../shared/data/tinyshakespeare.txt
 steps=${STEPS:-60}
 threads=${THREADS:-$(nproc)}
-# Same BLAS kernels and OpenMP behaviour for every contender (strata would
-# pick these itself; see runtime/cpu/ProcessEnv.h): OpenBLAS's AVX-512
-# kernels where the CPU has them, idle OpenMP workers spin ~100 us then sleep.
+# Same BLAS kernels for every contender (strata would pick them itself; see
+# runtime/cpu/ProcessEnv.h): OpenBLAS's AVX-512 kernels where the CPU has
+# them. PyTorch's idle OpenMP workers spin ~100 us then sleep, as strata's
+# own pool does (runtime/kernels/Parallel.cpp).
 if grep -qw avx512bw /proc/cpuinfo; then core=SkylakeX; else core=Haswell; fi
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-$core} GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-2000}
 # strata tiles GEMMs over its own threads (OpenBLAS single-threaded);

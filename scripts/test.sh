@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-# Idle OpenMP workers sleep instead of spinning (see runtime/cpu/ProcessEnv.h).
+# PyTorch's idle OpenMP workers (the parity tests) sleep instead of spinning.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --test-dir build --output-on-failure -j2 "$@"

@@ -11,10 +11,6 @@ namespace strata {
 
 namespace {
 
-// OpenMP workers spin this many pause iterations before sleeping (libgomp's
-// GOMP_SPINCOUNT; a pause is ~140 cycles on Sapphire Rapids, so ~100 us).
-constexpr const char *kOmpSpinCount = "2000";
-
 // The OpenBLAS core to force, or nullptr to keep OpenBLAS's choice.
 const char *preferredBlasCore() {
   const char *core = openblas_get_corename();
@@ -49,10 +45,6 @@ void reexecWithRuntimeEnv(char **argv) {
   // only start idle threads that spin in sched_yield for a while.
   if (!std::getenv("OPENBLAS_NUM_THREADS")) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
-    changed = true;
-  }
-  if (!std::getenv("OMP_WAIT_POLICY") && !std::getenv("GOMP_SPINCOUNT")) {
-    setenv("GOMP_SPINCOUNT", kOmpSpinCount, 1);
     changed = true;
   }
   if (!changed) return;

@@ -1,7 +1,7 @@
 //===- ProcessEnv.h - Environment the CPU runtime needs at library load ----===//
 //
-// Three settings are read by their libraries only when the process starts, so a
-// strata process that lacks them sets them and re-executes itself once:
+// Two settings are read by OpenBLAS only when the process starts, so a strata
+// process that lacks them sets them and re-executes itself once:
 //  - OPENBLAS_CORETYPE when Debian's OpenBLAS 0.3.21, which predates
 //    Sapphire/Emerald Rapids, fell back to its SSE3 "Prescott" kernels:
 //    SkylakeX (AVX-512) on a CPU with AVX-512 F/VL/BW/DQ, else Haswell on
@@ -9,10 +9,8 @@
 //    Haswell 76, SkylakeX 114-145 GFLOP/s.
 //  - OPENBLAS_NUM_THREADS=1: GEMMs are tiled over strata's threads
 //    (runtime/kernels/MatMul.h), so OpenBLAS's pool would only idle-spin.
-//  - GOMP_SPINCOUNT (a bounded spin, ~100 us): between the many short
-//    kernels of a step, idle OpenMP workers spin briefly, then sleep. Never
-//    sleeping (OMP_WAIT_POLICY=active) starves other work on a loaded
-//    machine; always sleeping (passive) pays a futex wake-up per kernel.
+// (strata's own workers spin ~100 us between kernels, then sleep:
+// runtime/kernels/Parallel.cpp.)
 // Values the user already set are always respected.
 //
 //===----------------------------------------------------------------------===//

@@ -35,19 +35,21 @@ template <typename T>
 void gemmTiled(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
                int64_t k, double alpha, const T *a, int lda, const T *b,
                int ldb, double beta, T *c, int ldc) {
-  // A power-of-two number of tiles (even over 2 or 4 threads), each of
-  // >= 2 panels (64 rows: narrower tiles re-pack the other operand too
-  // often, +12% at 32) and >= 4 MFLOP; beyond 4 tiles only while each keeps
-  // >= 64 MFLOP (big GEMMs on many cores).
+  // A power-of-two number of tiles (even over 2 threads), each of >= 2
+  // panels (64 rows: narrower tiles re-pack the other operand too often,
+  // +12% at 32) and >= 4 MFLOP; beyond 2 tiles only while each keeps >= 32
+  // MFLOP, as every tile re-packs the operand it shares (gpt_tiny's GEMMs,
+  // 25-100 MFLOP, take one call per thread on 2 threads; big GEMMs spread
+  // over many cores).
   constexpr int64_t kAlign = 32, kMinFlops = int64_t(4) << 20,
-                    kManyFlops = int64_t(64) << 20;
+                    kManyFlops = int64_t(32) << 20;
   bool byRows = m >= n;
   int64_t extent = byRows ? m : n;
   int64_t units = (extent + kAlign - 1) / kAlign;
   double flops = 2.0 * double(m) * double(n) * double(k);
   int64_t tiles = 1;
   while (tiles * 2 * 2 <= units && (tiles * 2) * kMinFlops <= flops &&
-         (tiles * 2 <= 4 || (tiles * 2) * kManyFlops <= flops))
+         (tiles * 2 <= 2 || (tiles * 2) * kManyFlops <= flops))
     tiles *= 2;
   int64_t tileUnits = (units + tiles - 1) / tiles;
   parallelFor(0, tiles, 1, [&](int64_t lo, int64_t hi) {
