@@ -166,10 +166,11 @@ std::string KernelWriter::rule(const Node &n) {
     if (!tanhGelu)
       return lit(0.5) + " * " + x + " * (" + lit(1) + " + " +
              call("erf", x + " * " + lit(kInvSqrt2)) + ")";
-    return lit(0.5) + " * " + x + " * (" + lit(1) + " + " +
-           call("ktanh",
-                temp(lit(kSqrt2OverPi) + " * (" + x + " + " + lit(kGeluCoeff) +
-                     " * " + x + " * " + x + " * " + x + ")")) +
+    // x sigmoid(2u), as runtime/kernels/Elementwise.cpp.
+    return x + " / (" + lit(1) + " + " +
+           call("kexp", "-" + temp(lit(2 * kSqrt2OverPi) + " * (" + x + " + " +
+                                   lit(kGeluCoeff) + " * " + x + " * " + x +
+                                   " * " + x + ")")) +
            ")";
   case OpKind::Silu:
     return x + " * " + temp(sigmoid(x));
@@ -187,13 +188,15 @@ std::string KernelWriter::rule(const Node &n) {
              call("erf", v + " * " + lit(kInvSqrt2)) + ") + " + v + " * " +
              lit(kInvSqrt2Pi) + " * " +
              call("exp", lit(-0.5) + " * " + v + " * " + v) + ")";
-    std::string c = lit(kSqrt2OverPi), k = lit(kGeluCoeff);
-    std::string t = temp(call("ktanh", c + " * (" + v + " + " + k + " * " + v +
-                                          " * " + v + " * " + v + ")"));
-    return x + " * (" + lit(0.5) + " * (" + lit(1) + " + " + t + ") + " +
-           lit(0.5) + " * " + v + " * (" + lit(1) + " - " + t + " * " + t +
-           ") * " + c + " * (" + lit(1) + " + " + lit(3) + " * " + k + " * " +
-           v + " * " + v + "))";
+    std::string c2 = lit(2 * kSqrt2OverPi), k = lit(kGeluCoeff);
+    std::string s = temp(lit(1) + " / (" + lit(1) + " + " +
+                         call("kexp", "-(" + c2 + " * (" + v + " + " + k +
+                                          " * " + v + " * " + v + " * " + v +
+                                          "))") +
+                         ")");
+    return x + " * (" + s + " + " + v + " * " + s + " * (" + lit(1) + " - " +
+           s + ") * " + c2 + " * (" + lit(1) + " + " + lit(3) + " * " + k +
+           " * " + v + " * " + v + "))";
   }
   case OpKind::SiluGrad: {
     std::string s = temp(sigmoid(a[1]));
