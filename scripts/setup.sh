@@ -10,6 +10,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev libopenblas0-pthread # threaded OpenBLAS (torch uses it too)
+  libxsmm-dev                          # JIT float GEMM tiles (runtime/kernels/MatMul.cpp)
   libgloo-dev
   python3 python3-numpy python3-torch  # independent references in tests
 )
