@@ -17,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <barrier>
 #include <chrono>
 #include <functional>
 #include <random>
@@ -187,10 +188,16 @@ void runCase(const Mesh &mesh, const Case &c, DType dt) {
     outputs.emplace_back(g.type(g.outputs()[0]));
   }
   auto rdv = GlooRendezvous::inProcess(30s);
+  // No rank closes its connections before every rank has its result: a
+  // peer's close can reset a connection whose last bytes are still unread
+  // ("Connection reset by peer", seen under ctest -j2).
+  std::barrier done(n);
   expectAllOk(onRanks(n, [&](int64_t r) {
     auto comms = createGlooCommunicators(mesh, r, rdv);
-    return runCollective(g, g.nodes()[0], inputs[r].raw(), outputs[r].raw(),
-                         comms.get());
+    llvm::Error e = runCollective(g, g.nodes()[0], inputs[r].raw(),
+                                  outputs[r].raw(), comms.get());
+    done.arrive_and_wait();
+    return e;
   }));
   for (int64_t r = 0; r < n; ++r) {
     HostTensor want = expected(mesh, c, r, inputs);
