@@ -6,7 +6,10 @@
 // elementwise chains, matmul epilogues, column sums) and fused. The ratio
 // of the last two is what row-op fusion (softmax / norm prologues and
 // epilogues) saves. Times are wall-clock (the calling thread only waits
-// for the device's). Run: build/bench/fusion_bench [--benchmark_filter=...]
+// for the device's). Run:
+//   build/bench/fusion_bench --benchmark_repetitions=10 \
+//       --benchmark_enable_random_interleaving=true
+// (interleaved repetitions: a shared machine's speed drifts over seconds)
 // with the environment bench/cpu_speed.sh sets (OPENBLAS_CORETYPE,
 // STRATA_NUM_THREADS).
 //
