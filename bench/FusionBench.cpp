@@ -78,23 +78,23 @@ void BM_Microbatch(benchmark::State &state, const char *example, Build build) {
     cpu.deallocate(d);
 }
 
-BENCHMARK_CAPTURE(BM_Microbatch, gpt_tiny_unfused, "gpt_tiny", Build::Unfused)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Microbatch, gpt_tiny_no_row_ops, "gpt_tiny",
-                  Build::NoRowOps)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Microbatch, gpt_tiny_fused, "gpt_tiny", Build::Fused)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Microbatch, llama_tiny_unfused, "llama_tiny",
-                  Build::Unfused)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Microbatch, llama_tiny_no_row_ops, "llama_tiny",
-                  Build::NoRowOps)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Microbatch, llama_tiny_fused, "llama_tiny", Build::Fused)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-
 } // namespace
 } // namespace strata
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  using strata::Build;
+  for (const char *model : {"gpt_tiny", "llama_tiny"})
+    for (auto [name, build] : {std::pair{"unfused", Build::Unfused},
+                               std::pair{"no_row_ops", Build::NoRowOps},
+                               std::pair{"fused", Build::Fused}})
+      benchmark::RegisterBenchmark(
+          ("BM_Microbatch/" + std::string(model) + "_" + name).c_str(),
+          [model, build](benchmark::State &state) {
+            strata::BM_Microbatch(state, model, build);
+          })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}
