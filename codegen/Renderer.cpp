@@ -276,9 +276,9 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
       os_ << "  // %" << g_.value(l.value).name;
     os_ << "\n";
   }
-  if (pass == Pass::Epilogue)
+  if (pass == Pass::Epilogue) // scratch: the row op's result, prologue values
     for (ValueId v : p_.scratch)
-      if ((read[v] && passOf(v) == Pass::Prologue) || v == p_.scratch[0])
+      if (read[v])
         os_ << indent_ << "const " << valueCType(p_, v) << " " << define(v)
             << " = " << lang_.scratchAt(scratchName(v)) << ";\n";
   std::string scope;
