@@ -12,7 +12,11 @@ packages=(
   libopenblas-dev libopenblas0-pthread # threaded OpenBLAS (torch uses it too)
   libxsmm-dev                          # JIT float GEMM tiles (runtime/kernels/MatMul.cpp)
   libgloo-dev
+  libsentencepiece-dev libre2-dev libicu-dev # tokenizers (runtime/text)
+  libcpp-httplib-dev libsimdjson-dev   # generation server, JSON requests
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev # fuzz targets (test/fuzz)
   python3 python3-numpy python3-torch  # independent references in tests
+  python3-venv python3-sentencepiece
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -23,6 +27,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Test-only Python references from PyPI (pinned in test/requirements.txt), in a
+# virtual environment over Debian's torch: never a second torch.
+if [ ! -x build/venv/bin/python ] || ! cmp -s test/requirements.txt build/venv/requirements.txt; then
+  /usr/bin/python3 -m venv --system-site-packages build/venv
+  build/venv/bin/pip install --quiet --disable-pip-version-check -r test/requirements.txt
+  cp test/requirements.txt build/venv/requirements.txt
 fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${STRATA_CMAKE_ARGS:-}
