@@ -73,7 +73,7 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
   // Which partial axes pass, and on which operands.
   DimAxes pass;
   llvm::SmallVector<bool, 4> carries(count, false);
-  auto partial = [&](unsigned i) -> const DimAxes & {
+  auto partial = [&](unsigned i) -> DimAxes {
     return p.sharding(xs[i]).partial;
   };
   switch (spec.linearity) {

@@ -81,7 +81,11 @@ public:
 
   // --- Partitioned values. ---
   const TensorType &type(ValueId v) const { return dst_.type(v); }
-  const Sharding &sharding(ValueId v) const { return *dst_.value(v).sharding; }
+  /// A copy: a reference into the partitioned graph's values would dangle
+  /// once a handler emits a node (the values vector grows), and handlers
+  /// keep shardings across emit() and reshard() (`const Sharding &s =
+  /// p.sharding(v)` extends the copy's lifetime).
+  Sharding sharding(ValueId v) const { return *dst_.value(v).sharding; }
   /// The logical type of a partitioned value: its local type times the ways
   /// of each split dim.
   TensorType globalType(ValueId v) const;
