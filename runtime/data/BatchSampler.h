@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/data/BatchSource.h"
 #include "runtime/data/TokenDataset.h"
 
 #include "llvm/Support/Error.h"
@@ -42,7 +43,7 @@ struct SamplerState {
   }
 };
 
-class BatchSampler {
+class BatchSampler : public BatchSource {
 public:
   /// Fails, naming the data, if the span has fewer than seqLen + 1 tokens or
   /// the config is not positive.
@@ -54,7 +55,8 @@ public:
   /// Writes batch (step, microbatch) as int32 [B,T] into `tokens` and
   /// `labels` (labels = tokens shifted by one). Does not move the cursor.
   void fill(int64_t step, int64_t microbatch, int32_t *tokens,
-            int32_t *labels) const;
+            int32_t *labels) const override;
+  std::string describe() const override { return data_.describe(); }
   /// The start offset of `row` in batch (step, microbatch).
   int64_t offset(int64_t step, int64_t microbatch, int64_t row) const;
 
