@@ -255,6 +255,8 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
   c.check(f, "norm_eps", s.norm_eps(), s.norm_eps() > 0, "positive");
   c.check(f, "rope_theta", s.rope_theta(), s.rope_theta() > 0, "positive");
   c.check(f, "init_std", s.init_std(), s.init_std() > 0, "positive");
+  c.range(f, "sliding_window", s.sliding_window(), 0, kMaxSize,
+          "0 means full causal attention");
   if (!c.ok())
     return;
 
@@ -279,6 +281,10 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
     c.fail(f, "kv_heads",
            "GPT has no grouped-query attention (kv_heads must be 0 or equal "
            "heads; use family: LLAMA for GQA)");
+  if (gpt && s.sliding_window())
+    c.fail(f, "sliding_window",
+           "GPT has no sliding-window attention (use family: LLAMA, as Mistral "
+           "does, or remove sliding_window)");
   if (!gpt && (h / nh) % 2)
     c.fail(f, "heads",
            "head_dim = hidden / heads = " + llvm::Twine(h / nh) +
@@ -396,6 +402,7 @@ ModelConfig resolveModelSpec(const pb::ModelSpec &s) {
   c.ropeTheta = s.rope_theta();
   c.initStd = s.init_std();
   c.tieEmbeddings = s.has_tie_embeddings() ? s.tie_embeddings() : c.isGPT();
+  c.slidingWindow = s.sliding_window();
   return c;
 }
 

@@ -39,6 +39,7 @@ struct ModelConfig {
   double ropeTheta = 0;
   double initStd = 0;
   bool tieEmbeddings = false;
+  int64_t slidingWindow = 0; // Mistral: keys visible to each query; 0 all
 
   bool isGPT() const { return family == pb::ModelSpec::GPT; }
   /// "gpt" or "llama".

@@ -45,8 +45,8 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   static constexpr AttrSpec kScatter[] = {{"rows", K::Int},
                                           {"vocab_start", K::Int}};
   static constexpr AttrSpec kNorm[] = {{"eps", K::Float}};
-  static constexpr AttrSpec kAttention[] = {{"causal", K::Bool},
-                                            {"scale", K::Float}};
+  static constexpr AttrSpec kAttention[] = {
+      {"causal", K::Bool}, {"scale", K::Float}, {"window", K::Int}};
   static constexpr AttrSpec kRope[] = {
       {"theta", K::Float}, {"inverse", K::Bool}, {"pos_offset", K::Int}};
   static constexpr AttrSpec kDropout[] = {{"p", K::Float}, {"stream", K::Int}};

@@ -323,7 +323,7 @@ template <typename T> struct AttentionK {
     const TensorType &q = a.inType(0);
     k::attentionFwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0),
                     attentionDims(q, a.inType(1)), a.attrs().getBool("causal"),
-                    attentionScale(a, q));
+                    attentionScale(a, q), a.attrs().getInt("window", 0));
     return ok();
   }
 };
@@ -332,7 +332,8 @@ template <typename T> struct AttentionGradK {
     const TensorType &q = a.inType(1);
     k::attentionBwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.i<T>(3), a.o<T>(0),
                     a.o<T>(1), a.o<T>(2), attentionDims(q, a.inType(2)),
-                    a.attrs().getBool("causal"), attentionScale(a, q));
+                    a.attrs().getBool("causal"), attentionScale(a, q),
+                    a.attrs().getInt("window", 0));
     return ok();
   }
 };

@@ -114,27 +114,29 @@ void tileRows(int64_t K, const T *w, int64_t wk, int64_t wr, const T *x,
   }
 }
 
-/// row[0, Sp) = softmax of the scores row[0, n), zero past n. Loops run over
-/// whole key blocks (no scalar remainders): masked keys enter the max as
-/// -inf and leave the sum as 0.
-template <typename T> void softmaxRow(T *row, int64_t n, int64_t Sp) {
+/// row[0, Sp) = softmax of the scores row[lo, n), zero before lo (keys
+/// outside a sliding window) and past n. Loops run over whole key blocks
+/// from lo (no scalar remainders): masked keys enter the max as -inf and
+/// leave the sum as 0.
+template <typename T> void softmaxRow(T *row, int64_t lo, int64_t n, int64_t Sp) {
   int64_t nb = roundUp(n);
+  std::fill(row, row + lo, T(0));
   std::fill(row + n, row + nb, -std::numeric_limits<T>::infinity());
   T m = -std::numeric_limits<T>::infinity();
 #pragma omp simd reduction(max : m)
-  for (int64_t j = 0; j < nb; ++j)
+  for (int64_t j = lo; j < nb; ++j)
     m = std::max(m, row[j]);
 #pragma omp simd
-  for (int64_t j = 0; j < nb; ++j)
+  for (int64_t j = lo; j < nb; ++j)
     row[j] = kexp(row[j] - m);
   std::fill(row + n, row + Sp, T(0));
   T sum = 0;
 #pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < nb; ++j)
+  for (int64_t j = lo; j < nb; ++j)
     sum += row[j];
   T inv = T(1) / sum;
 #pragma omp simd
-  for (int64_t j = 0; j < nb; ++j)
+  for (int64_t j = lo; j < nb; ++j)
     row[j] *= inv;
 }
 
@@ -175,10 +177,14 @@ inline __m512 exp16(__m512 x) {
 /// softmaxRow for float on 16-lane vectors: the generic loops ended each
 /// reduction with 16 dependent scalar adds (max, sum) and were half the
 /// forward's time at S = 64.
-template <> void softmaxRow<float>(float *row, int64_t n, int64_t Sp) {
+template <> void softmaxRow<float>(float *row, int64_t lo, int64_t n, int64_t Sp) {
   const int64_t nb = roundUp(n);
-  auto live = [&](int64_t j) {  // lanes with key j + l < n
-    return n - j >= kBlock ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+  auto live = [&](int64_t j) {  // lanes with lo <= key j + l < n
+    __mmask16 below = n - j >= kBlock ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    __mmask16 above = lo <= j ? __mmask16(0xffff)
+                      : lo - j >= kBlock ? __mmask16(0)
+                                         : __mmask16(~((1u << (lo - j)) - 1));
+    return __mmask16(below & above);
   };
   __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < nb; j += kBlock)
@@ -238,11 +244,12 @@ inline void transpose8x8(const float *x, int64_t xs, float *xt, int64_t ld) {
 template <typename T> struct Head {
   int64_t S, Sp, D;
   bool causal;
+  int64_t window; // > 0: query i sees keys [i - window + 1, i]
   T scale;
   std::vector<T> kt, vt, p, ds;
-  Head(int64_t S, int64_t D, bool causal, T scale)
-      : S(S), Sp(roundUp(S)), D(D), causal(causal), scale(scale), kt(D * Sp),
-        vt(D * Sp), p(S * Sp), ds(S * Sp) {}
+  Head(int64_t S, int64_t D, bool causal, int64_t window, T scale)
+      : S(S), Sp(roundUp(S)), D(D), causal(causal), window(window), scale(scale),
+        kt(D * Sp), vt(D * Sp), p(S * Sp), ds(S * Sp) {}
 
   /// xt[d, j] = x[j * xs + d].
   void transpose(const T *x, int64_t xs, std::vector<T> &xt) {
@@ -263,6 +270,8 @@ template <typename T> struct Head {
   }
   /// Keys visible to query i.
   int64_t visible(int64_t i) const { return causal ? i + 1 : S; }
+  /// The first key visible to query i.
+  int64_t first(int64_t i) const { return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0; }
 
   /// Rows [i0, i0 + K) of P from the head's queries q (row stride qs).
   void probs(const T *q, int64_t qs, int64_t i0, int64_t K) {
@@ -270,7 +279,7 @@ template <typename T> struct Head {
     tileRows(K, q + i0 * qs, qs, int64_t(1), kt.data(), Sp, int64_t(0), D, nb,
              &p[i0 * Sp], Sp, scale);
     for (int64_t k = 0; k < K; ++k)
-      softmaxRow(&p[(i0 + k) * Sp], visible(i0 + k), Sp);
+      softmaxRow(&p[(i0 + k) * Sp], first(i0 + k), visible(i0 + k), Sp);
   }
 };
 
@@ -278,14 +287,15 @@ template <typename T> struct Head {
 
 template <typename T>
 void attentionFwd(const T *q, const T *k, const T *v, T *out,
-                  const AttentionDims &dims, bool causal, double scale) {
+                  const AttentionDims &dims, bool causal, double scale,
+                  int64_t window) {
   checkDims(dims, "attentionFwd");
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
   const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   const int64_t group = Hq / Hkv, qs = Hq * D, ks = Hkv * D;
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    Head<T> head(S, D, causal, T(scale));
+    Head<T> head(S, D, causal, window, T(scale));
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
       head.transpose(k + kl.at(b, 0, g), ks, head.kt);
@@ -304,7 +314,7 @@ void attentionFwd(const T *q, const T *k, const T *v, T *out,
 template <typename T>
 void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
                   T *dk, T *dv, const AttentionDims &dims, bool causal,
-                  double scale) {
+                  double scale, int64_t window) {
   checkDims(dims, "attentionBwd");
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
   const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
@@ -318,7 +328,7 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
     dvParts.resize(B * Hq * S * D);
   }
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
-    Head<T> head(S, D, causal, T(scale));
+    Head<T> head(S, D, causal, window, T(scale));
     const int64_t Sp = head.Sp;
     for (int64_t task = lo; task < hi; ++task) {
       int64_t b = task / Hq, h = task % Hq, g = h / group;
@@ -389,10 +399,10 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
 
 #define STRATA_INSTANTIATE(T)                                                  \
   template void attentionFwd<T>(const T *, const T *, const T *, T *,          \
-                                const AttentionDims &, bool, double);          \
+                                const AttentionDims &, bool, double, int64_t); \
   template void attentionBwd<T>(const T *, const T *, const T *, const T *,    \
                                 T *, T *, T *, const AttentionDims &, bool,    \
-                                double);
+                                double, int64_t);
 STRATA_INSTANTIATE(float)
 STRATA_INSTANTIATE(double)
 #undef STRATA_INSTANTIATE

@@ -19,10 +19,13 @@ struct AttentionDims {
 };
 
 /// q is (B, S, Hq, D), k and v are (B, S, Hkv, D), out is (B, S, Hq, D).
-/// Causal masks key j > query i. Parallel over (b, query head).
+/// Causal masks key j > query i; a sliding `window` > 0 (Mistral) also masks
+/// keys j <= i - window, so each query sees at most `window` keys.
+/// Parallel over (b, query head).
 template <typename T>
 void attentionFwd(const T *q, const T *k, const T *v, T *out,
-                  const AttentionDims &dims, bool causal, double scale);
+                  const AttentionDims &dims, bool causal, double scale,
+                  int64_t window = 0);
 
 /// Gradients of attentionFwd; overwrites dq (B, S, Hq, D) and dk, dv
 /// (B, S, Hkv, D). dk / dv sum over the query heads sharing each kv head, in
@@ -30,6 +33,6 @@ void attentionFwd(const T *q, const T *k, const T *v, T *out,
 template <typename T>
 void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
                   T *dk, T *dv, const AttentionDims &dims, bool causal,
-                  double scale);
+                  double scale, int64_t window = 0);
 
 } // namespace strata::kernels
