@@ -11,6 +11,7 @@
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/TrainingSession.h"
 #include "runtime/train/TextGenerator.h"
+#include "runtime/train/TrainingData.h"
 #include "runtime/train/Trainer.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -94,7 +95,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   const pb::Training &tr = spec.training();
   std::string kind = spec.data().tokenizer() == pb::Data::BYTE ? "byte" : "char";
 
-  auto tokenizer = makeTokenizer(kind, opts.dataPath);
+  auto tokenizer = dataTokenizer(opts, kind);
   if (!tokenizer) return tokenizer.takeError();
   std::optional<Checkpoint> ckpt;
   std::string ckptFile = checkpointPath(opts.outDir);
@@ -113,7 +114,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   // The vocabulary is the data's.
   if (spec.vocab_size() != tokenizer->vocabSize()) {
     os << "note: vocab_size " << spec.vocab_size() << " -> "
-       << tokenizer->vocabSize() << " (the " << kind << " vocabulary of "
+       << tokenizer->vocabSize() << " (the " << tokenizer->name() << " vocabulary of "
        << opts.dataPath << ")\n";
     spec.set_vocab_size(tokenizer->vocabSize());
   }
@@ -137,19 +138,9 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
                  "only --steps may change)");
   }
 
-  auto dataset = TokenDataset::open(opts.dataPath, *tokenizer, opts.outDir);
-  if (!dataset) return dataset.takeError();
-  SamplerConfig sc;
-  sc.batch = cfg.microBatch;
-  sc.seqLen = cfg.seq;
-  sc.microbatches = tr.grad_accum();
-  sc.seed = tr.seed();
-  auto trainData = BatchSampler::create(dataset->train(), sc);
-  if (!trainData) return trainData.takeError();
-  sc.microbatches = 1;
-  sc.seed = tr.seed() + 1;
-  auto valData = BatchSampler::create(dataset->val(), sc);
-  if (!valData) return valData.takeError();
+  auto data = openTrainingData(opts, cfg, *tokenizer);
+  if (!data) return data.takeError();
+  const BatchSource *trainData = data->train.get(), *valData = data->valid.get();
 
   Graph forward = buildModelGraph(cfg);
   ModelConfig evalCfg = cfg;
@@ -192,6 +183,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       if (!l) return l.takeError();
       sum += *l;
     }
+    if (auto e = valData->takeError()) return e;
     val = sum / double(opts.evalIters);
     return llvm::Error::success();
   };
@@ -215,6 +207,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       trainData->fill(s, micro, tk, lb);
     });
     if (!stats) return stats.takeError();
+    if (auto e = trainData->takeError()) return e;
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     double tokS = tokensPerStep / dt;
     emaTokS = emaTokS ? 0.9 * emaTokS + 0.1 * tokS : tokS;

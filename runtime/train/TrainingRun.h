@@ -32,7 +32,9 @@ namespace strata {
 
 struct RunOptions {
   pb::ModelSpec spec;        // checked; training/data sections filled in
-  std::string dataPath;      // text file
+  std::string dataPath;      // text file (with dataBlend: the blend, for messages)
+  std::string dataBlend;     // Megatron --data-path "0.7 P1 0.3 P2" (TrainingData.h)
+  std::string split = "969,30,1"; // Megatron --split of the blend's datasets
   std::string outDir;        // metrics, checkpoint, token cache
   bool resume = false;       // continue from OUT/checkpoint.bin
   int64_t evalIters = 20;    // validation batches per evaluation
