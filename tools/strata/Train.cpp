@@ -34,6 +34,10 @@ cl::opt<std::string> input(cl::Positional, cl::Required,
                            cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> dataPath("data", cl::desc("Training text (default: the spec's data.path)"),
                               cl::value_desc("file"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> megatronData("data-path", cl::desc("Megatron .bin/.idx data instead of --data: \"PREFIX\" or a blend \"0.7 P1 0.3 P2\" (docs/data.md)"),
+                                  cl::value_desc("blend"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> split("split", cl::desc("Train,valid,test shares of each --data-path dataset's documents"),
+                           cl::init("969,30,1"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> tokenizer("tokenizer", cl::desc("char | byte (default: the spec's)"),
                                cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> outDir("out", cl::desc("Run directory: metrics.jsonl, checkpoint.bin, token cache (default out/<model name>)"),
@@ -183,7 +187,13 @@ Expected<RunOptions> buildOptions() {
     else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);
     else return usage("--tokenizer must be char or byte, got '" + tokenizer + "'");
   }
-  if (!dataPath.empty()) {
+  if (!megatronData.empty()) {  // RunOptions::dataBlend
+    if (!dataPath.empty())
+      return usage("--data and --data-path both name training data (give one: --data for "
+                   "a text file, --data-path for Megatron .bin/.idx prefixes)");
+    o.dataPath = o.dataBlend = megatronData;
+    o.split = split;
+  } else if (!dataPath.empty()) {
     o.dataPath = dataPath;
   } else if (s.data().has_path()) {
     SmallString<256> p(s.data().path());
