@@ -194,13 +194,15 @@ public:
              " (" + fix + ")");
   }
 
-  /// A float field must satisfy `ok`; NaN never does.
+  /// A float field must be finite and satisfy `ok`.
   void check(const Fields &f, const char *field, double v, bool ok,
              const char *constraint) {
-    if (ok && !std::isnan(v))
+    if (ok && std::isfinite(v))
       return;
     fail(f, field,
-         llvm::Twine(field) + " must be " + constraint + ", got " + fmt(v));
+         llvm::Twine(field) + " must be " +
+             (std::isfinite(v) ? "" : "finite and ") + constraint +
+             ", got " + fmt(v));
   }
 
   bool ok() const { return errors_.empty(); }

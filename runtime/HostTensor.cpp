@@ -3,6 +3,7 @@
 
 #include "llvm/Support/ErrorHandling.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -51,6 +52,25 @@ HostTensor HostTensor::castTo(DType dtype) const {
   HostTensor t(TensorType{dtype, type_.shape});
   for (int64_t i = 0, n = numElements(); i < n; ++i) t.set(i, get(i));
   return t;
+}
+
+template <typename T>
+static int64_t firstNonFiniteOf(const T *p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(p[i]))
+      return i;
+  return -1;
+}
+
+int64_t HostTensor::firstNonFinite() const {
+  switch (dtype()) {
+  case DType::F32:
+    return firstNonFiniteOf(data<float>(), numElements());
+  case DType::F64:
+    return firstNonFiniteOf(data<double>(), numElements());
+  default:
+    return -1;
+  }
 }
 
 HostTensor HostTensor::scalar(double v, DType dtype) {

@@ -9,6 +9,7 @@
 #include "ir/Types.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace strata {
@@ -43,6 +44,10 @@ public:
   HostTensor castTo(DType dtype) const;
 
   static HostTensor scalar(double v, DType dtype = DType::F32);
+
+  /// The index of the first NaN or infinity of an f32/f64 tensor, or -1
+  /// (always -1 for other dtypes).
+  int64_t firstNonFinite() const;
 
 private:
   struct FreeDeleter {

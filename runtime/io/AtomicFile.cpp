@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -20,6 +21,25 @@ static llvm::Error fail(const llvm::Twine &msg) {
 std::string atomicTempPath(llvm::StringRef path) {
   return (path + ".tmp." + llvm::Twine(llvm::sys::Process::getProcessId()))
       .str();
+}
+
+int removeStaleTemps(llvm::StringRef path) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  std::string prefix = (llvm::sys::path::filename(path) + ".tmp.").str();
+  std::error_code ec;
+  int removed = 0;
+  for (llvm::sys::fs::directory_iterator it(dir.empty() ? "." : dir, ec), end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    unsigned pid;
+    if (!name.consume_front(prefix) || name.getAsInteger(10, pid) || pid == 0)
+      continue;
+    // kill(pid, 0) fails with ESRCH only when no such process exists.
+    if (::kill(pid_t(pid), 0) != 0 && errno == ESRCH &&
+        !llvm::sys::fs::remove(it->path()))
+      ++removed;
+  }
+  return removed;
 }
 
 /// Writes, flushes and syncs `fd`, which is open on `tmp`.
@@ -56,6 +76,7 @@ static void syncParentDirectory(llvm::StringRef path) {
 llvm::Error writeFileAtomically(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  removeStaleTemps(path);
   std::string tmp = atomicTempPath(path);
   int fd;
   if (std::error_code ec = llvm::sys::fs::openFileForWrite(tmp, fd))

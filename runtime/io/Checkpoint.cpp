@@ -11,6 +11,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SwapByteOrder.h"
 
+#include <cmath>
 #include <cstring>
 
 namespace strata {
@@ -49,12 +50,24 @@ const HostTensor *Checkpoint::lookup(llvm::StringRef name) const {
 // Save
 //===----------------------------------------------------------------------===//
 
+/// "nan", "inf" or "-inf" (std::to_string says "-nan" for some NaNs).
+static std::string nonFiniteText(double v) {
+  return std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf";
+}
+
 llvm::Error saveCheckpoint(llvm::StringRef path, const Checkpoint &ckpt) {
   llvm::StringSet<> names;
-  for (const NamedTensor &nt : ckpt.tensors)
+  for (const NamedTensor &nt : ckpt.tensors) {
     if (!names.insert(nt.name).second)
       return fail("cannot save checkpoint '" + path +
                   "': duplicate tensor name '" + nt.name + "'");
+    // A diverged state never replaces a good checkpoint.
+    if (int64_t i = nt.tensor.firstNonFinite(); i >= 0)
+      return fail("refusing to save checkpoint '" + path + "': tensor '" +
+                  nt.name + "' holds a non-finite value (" +
+                  nonFiniteText(nt.tensor.get(i)) + " at element " +
+                  llvm::Twine(i) + "); the previous checkpoint is kept");
+  }
 
   // Tensor offsets from the start of the data section, and the header.
   std::vector<uint64_t> offsets;
@@ -185,6 +198,11 @@ llvm::Expected<Checkpoint> loadCheckpoint(llvm::StringRef path) {
                  ", expected " + hex32(uint32_t(*stored)) + ")");
     if (t.bytes())
       std::memcpy(t.raw(), data + e->offset, t.bytes());
+    if (int64_t i = t.firstNonFinite(); i >= 0)
+      return bad("tensor '" + e->name + "' holds a non-finite value (" +
+                 nonFiniteText(t.get(i)) + " at element " + llvm::Twine(i) +
+                 "): the run that wrote it diverged; resume from an "
+                 "earlier checkpoint");
     ckpt.tensors.push_back({e->name, std::move(t)});
   }
   return ckpt;

@@ -1,6 +1,7 @@
 //===- TrainingSession.cpp - Serial or parallel training behind one face ---===//
 #include "runtime/parallel/TrainingSession.h"
 
+#include "passes/spmd/Spmd.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/parallel/ParallelTrainer.h"
 #include "runtime/parallel/PipelineTrainer.h"
@@ -103,6 +104,15 @@ public:
     return llvm::Error::success();
   }
   bool isWriter() const override { return !env_ || env_->rank == 0; }
+  llvm::Expected<bool> anyProcess(bool local) override {
+    if (!env_)
+      return local;
+    HostTensor mine = HostTensor::scalar(local ? 1 : 0, DType::I32);
+    auto all = group_->allGather(mine);
+    if (!all)
+      return all.takeError();
+    return llvm::any_of(*all, [](const HostTensor &t) { return t.get(0); });
+  }
   std::string describe() const override {
     std::string s =
         std::to_string(config_.numDevices()) +
@@ -168,6 +178,16 @@ createTrainingSession(const Graph &forward, const Graph &evalForward,
   auto env = DistEnv::fromEnvironment();
   if (!env)
     return env.takeError();
+  if (parallel.tp > 1 || parallel.dp > 1) {
+    // The partitioner's constraints, before devices exist.
+    Graph seeded = forward;
+    if (auto e = seedMegatron(seeded, {parallel.tp, parallel.dp, parallel.sp}))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "error: cannot train on tp=" + std::to_string(parallel.tp) +
+              " dp=" + std::to_string(parallel.dp) + ": " +
+              llvm::toString(std::move(e)));
+  }
   if (parallel.pipelined() || programs) {
     if (*env)
       return llvm::createStringError(

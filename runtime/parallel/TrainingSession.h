@@ -40,13 +40,17 @@ public:
   loadState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) = 0;
   /// Whether this process reports and writes files (rank 0, or serial).
   virtual bool isWriter() const = 0;
+  /// Whether `local` holds on any process of the job (every process must
+  /// call it); `local` itself in a single-process run.
+  virtual llvm::Expected<bool> anyProcess(bool local) { return local; }
   /// "1 CPU device", "4 CPU devices (tp=2 dp=2)", "..., rank 1 of 4
   /// processes".
   virtual std::string describe() const = 0;
 };
 
 /// A serial session when `parallel` asks for one device and the environment
-/// names no multi-process job; a parallel one otherwise. With `programs`
+/// names no multi-process job; a parallel one otherwise. The layout is checked
+/// against the model before any device is created. With `programs`
 /// (a plan file's, compiled for `parallel` and `options`), a pipelined
 /// session runs them instead of compiling its own.
 llvm::Expected<std::unique_ptr<TrainingSession>>

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 using namespace strata;
@@ -44,6 +45,34 @@ TEST(AtomicFile, FailingWriterLeavesTheOldFile) {
   EXPECT_EQ(message(std::move(err)), "writer gave up");
   EXPECT_EQ(readBytes(path), "old");
   EXPECT_EQ(tmp.list(), (std::vector<std::string>{"f"}));
+}
+
+// A process killed mid-write (kill -9) leaves `<path>.tmp.<pid>`; the next
+// write of that path removes it, but not the temporary of a live process nor
+// other files.
+TEST(AtomicFile, NextWriteRemovesTheTemporariesOfDeadProcesses) {
+  TempDir tmp;
+  std::string path = tmp.path("checkpoint.bin");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child); // now a dead pid
+  std::string dead = path + ".tmp." + std::to_string(child);
+  std::string live = path + ".tmp." + std::to_string(::getppid());
+  writeBytes(dead, "half a checkpoint");
+  writeBytes(live, "another writer's");
+  writeBytes(tmp.path("other.bin.tmp." + std::to_string(child)), "not ours");
+  ASSERT_FALSE(writeFileAtomically(path, [](llvm::raw_ostream &os) {
+    os << "new";
+    return llvm::Error::success();
+  }));
+  EXPECT_EQ(readBytes(path), "new");
+  EXPECT_EQ(tmp.list(),
+            (std::vector<std::string>{
+                "checkpoint.bin",
+                "checkpoint.bin.tmp." + std::to_string(::getppid()),
+                "other.bin.tmp." + std::to_string(child)}));
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <limits>
 #include <cstring>
 #include <sys/resource.h>
 
@@ -43,7 +44,7 @@ Checkpoint sampleCheckpoint() {
                                     {"fused", true}}}};
   HostTensor w = filled(DType::F32, {3, 5}, -7);
   w.data<float>()[0] = -0.0f;
-  w.data<float>()[1] = std::nanf("0x123");
+  w.data<float>()[1] = std::numeric_limits<float>::denorm_min();
   HostTensor bf16(TensorType{DType::BF16, {3}});
   const uint16_t bits[] = {0x3F80, 0xC000, 0x7FC1};
   std::memcpy(bf16.raw(), bits, sizeof(bits));
@@ -301,6 +302,49 @@ TEST(Checkpoint, NoDamageGoesUnnoticed) {
     }
   }
   EXPECT_GT(unnoticed, 0); // padding bytes are not checked, and need not be
+}
+
+// A diverged run (NaN or inf in a weight) never replaces a good checkpoint.
+TEST(Checkpoint, SaveRefusesNonFiniteTensorsAndKeepsTheOldFile) {
+  TempDir tmp;
+  std::string path = tmp.path("run.ckpt");
+  ASSERT_FALSE(saveCheckpoint(path, sampleCheckpoint()));
+  std::string good = readBytes(path);
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    -std::numeric_limits<float>::infinity()}) {
+    Checkpoint c = sampleCheckpoint();
+    c.tensors[0].tensor.data<float>()[4] = bad;
+    std::string err = message(saveCheckpoint(path, c));
+    EXPECT_NE(err.find("refusing to save checkpoint '" + path +
+                       "': tensor 'wte' holds a non-finite value"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("at element 4"), std::string::npos) << err;
+    EXPECT_EQ(readBytes(path), good);
+    EXPECT_EQ(tmp.list(), (std::vector<std::string>{"run.ckpt"}));
+  }
+}
+
+// A checkpoint with valid CRCs but a NaN weight (written by another tool or
+// an older strata) is refused on load, naming the tensor.
+TEST(Checkpoint, LoadRefusesNonFiniteTensors) {
+  TempDir tmp;
+  std::string path = tmp.path("nan.ckpt");
+  std::string data(64, '\0');
+  float values[2] = {1.5f, std::numeric_limits<float>::quiet_NaN()};
+  std::memcpy(&data[0], values, sizeof values);
+  uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(
+      llvm::StringRef(data.data(), sizeof values)));
+  std::string header =
+      R"({"meta":{},"data_bytes":64,"tensors":[{"name":"h.0.w","dtype":"f32",)"
+      R"("shape":[2],"offset":0,"crc32":)" +
+      std::to_string(crc) + "}]}";
+  writeBytes(path, craft(header, 1, data));
+  EXPECT_EQ(loadError(path),
+            "checkpoint '" + path +
+                "': tensor 'h.0.w' holds a non-finite value (nan at element "
+                "1): the run that wrote it diverged; resume from an earlier "
+                "checkpoint");
 }
 
 TEST(Checkpoint, FailedSaveKeepsTheOldCheckpoint) {

@@ -11,8 +11,10 @@
 // A command named `strata` runs this very executable.
 //
 //===----------------------------------------------------------------------===//
+#include "tools/strata/Heartbeat.h"
 #include "tools/strata/Verb.h"
 
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <arpa/inet.h>
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -49,14 +52,23 @@ cl::opt<int>
                cl::init(29500), cl::sub(launchCmd), cl::cat(cat));
 cl::opt<double>
     grace("grace",
-          cl::desc("Seconds between SIGTERM and SIGKILL when stopping ranks"),
-          cl::init(5), cl::sub(launchCmd), cl::cat(cat));
+          cl::desc("Seconds between SIGTERM and SIGKILL when stopping ranks "
+                   "(a training rank saves a checkpoint on SIGTERM)"),
+          cl::init(30), cl::sub(launchCmd), cl::cat(cat));
+cl::opt<double> heartbeatTimeout(
+    "heartbeat-timeout",
+    cl::desc("Seconds without a heartbeat after which a strata rank counts as "
+             "stopped or hung and the job ends"),
+    cl::init(60), cl::sub(launchCmd), cl::cat(cat));
 cl::list<std::string> command(cl::Positional, cl::OneOrMore,
                               cl::desc("-- <command> [args...]"),
                               cl::sub(launchCmd), cl::cat(cat));
 
-volatile sig_atomic_t interrupted = 0;
-void onSignal(int) { interrupted = 1; }
+volatile sig_atomic_t interrupted = 0; // the signal, or 0
+void onSignal(int sig) {
+  if (!interrupted)
+    interrupted = sig;
+}
 
 int usage(const Twine &msg) {
   errs() << "strata launch: error: " << msg << "\n";
@@ -82,9 +94,11 @@ int freePort() {
 
 struct Child {
   pid_t pid = -1;
-  int out = -1, err = -1; // read ends, -1 once closed
+  int out = -1, err = -1, heartbeat = -1; // read ends, -1 once closed
   std::string outBuf, errBuf;
   bool exited = false;
+  /// The last heartbeat; unset until the first (only strata ranks beat).
+  std::optional<std::chrono::steady_clock::time_point> lastBeat;
 };
 
 /// Writes the complete lines of `buf` (all of it at EOF) with the prefix.
@@ -102,14 +116,17 @@ void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
   os.flush();
 }
 
-[[noreturn]] void execChild(int rank, int port, int outFd, int errFd) {
+[[noreturn]] void execChild(int rank, int port, int outFd, int errFd,
+                            int heartbeatFd) {
   setpgid(0, 0); // its own group: stopping it stops what it started
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   dup2(outFd, STDOUT_FILENO);
   dup2(errFd, STDERR_FILENO);
+  fcntl(heartbeatFd, F_SETFD, 0); // inherited by the command
   auto set = [](const char *k, const std::string &v) {
     setenv(k, v.c_str(), 1);
   };
+  set(kHeartbeatFdVar, std::to_string(heartbeatFd));
   set("RANK", std::to_string(rank));
   set("LOCAL_RANK", std::to_string(rank));
   set("WORLD_SIZE", std::to_string(nproc));
@@ -133,6 +150,35 @@ void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
   _exit(127);
 }
 
+/// Drains a heartbeat pipe and notes the beat; closes it at EOF.
+void readHeartbeat(std::vector<Child> &children, int fd) {
+  for (Child &c : children) {
+    if (c.heartbeat != fd)
+      continue;
+    char buf[64];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      c.lastBeat = std::chrono::steady_clock::now();
+    } else if (n == 0 || errno != EINTR) {
+      close(fd);
+      c.heartbeat = -1;
+    }
+  }
+}
+
+/// A running rank that beat once and then fell silent for longer than
+/// --heartbeat-timeout, or -1.
+int silentRank(const std::vector<Child> &children) {
+  auto limit = std::chrono::duration<double>(double(heartbeatTimeout));
+  for (size_t r = 0; r < children.size(); ++r) {
+    const Child &c = children[r];
+    if (!c.exited && c.heartbeat >= 0 && c.lastBeat &&
+        std::chrono::steady_clock::now() - *c.lastBeat > limit)
+      return int(r);
+  }
+  return -1;
+}
+
 /// The exit code a status stands for (128 + signal for a killed process).
 int exitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -141,8 +187,10 @@ int exitCode(int status) {
 int runLaunch() {
   if (nproc < 1)
     return usage("--nproc must be >= 1");
-  if (grace < 0)
+  if (!(grace >= 0))
     return usage("--grace must be >= 0");
+  if (!(heartbeatTimeout > 0))
+    return usage("--heartbeat-timeout must be > 0 seconds");
   int port = masterPort == 0 ? freePort() : int(masterPort);
   if (port <= 0 || port > 65535)
     return usage("no usable --master-port");
@@ -152,8 +200,9 @@ int runLaunch() {
 
   std::vector<Child> children(nproc);
   for (int r = 0; r < nproc; ++r) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+    int out[2], err[2], beat[2];
+    if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
+        pipe2(beat, O_CLOEXEC))
       return usage(Twine("pipe: ") + strerror(errno));
     pid_t pid = fork();
     if (pid < 0)
@@ -161,18 +210,21 @@ int runLaunch() {
     if (pid == 0) {
       close(out[0]);
       close(err[0]);
-      execChild(r, port, out[1], err[1]);
+      close(beat[0]);
+      execChild(r, port, out[1], err[1], beat[1]);
     }
     close(out[1]);
     close(err[1]);
+    close(beat[1]);
     children[r].pid = pid;
     children[r].out = out[0];
     children[r].err = err[0];
+    children[r].heartbeat = beat[0];
   }
 
   using Clock = std::chrono::steady_clock;
   int firstFailure = -1, failureCode = 0;
-  bool stopping = false;
+  bool stopping = false, stalled = false;
   Clock::time_point killAt, drainUntil;
   auto stopAll = [&] {
     if (stopping)
@@ -196,15 +248,22 @@ int runLaunch() {
         who.push_back({r, true});
       }
     }
+    size_t numOutputFds = fds.size();
+    for (int r = 0; r < nproc; ++r)
+      if (children[r].heartbeat >= 0)
+        fds.push_back({children[r].heartbeat, POLLIN, 0});
     bool allExited = true;
     for (const Child &c : children)
       allExited &= c.exited;
     // Done when every rank exited and its output is drained (or, if a
     // grandchild keeps a pipe open, a second after the last exit).
-    if (allExited && (fds.empty() || Clock::now() >= drainUntil))
+    if (allExited && (numOutputFds == 0 || Clock::now() >= drainUntil))
       break;
     if (!fds.empty() && poll(fds.data(), fds.size(), 100) > 0) {
-      for (size_t i = 0; i < fds.size(); ++i) {
+      for (size_t i = numOutputFds; i < fds.size(); ++i)
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+          readHeartbeat(children, fds[i].fd);
+      for (size_t i = 0; i < numOutputFds; ++i) {
         if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
           continue;
         auto [r, isErr] = who[i];
@@ -239,8 +298,19 @@ int runLaunch() {
         stopAll();
       }
     }
+    if (!stopping)
+      if (int r = silentRank(children); r >= 0) {
+        errs() << "strata launch: error: rank " << r << " (pid "
+               << children[r].pid << ") sent no heartbeat for "
+               << format("%g", double(heartbeatTimeout))
+               << " s (stopped or hung); stopping every rank\n";
+        firstFailure = r;
+        failureCode = kExitUserError;
+        stalled = true;
+        stopAll();
+      }
     if (interrupted && !stopping) {
-      failureCode = 130;
+      failureCode = 128 + interrupted; // 130 for SIGINT, 143 for SIGTERM
       stopAll();
     }
     if (stopping && Clock::now() >= killAt)
@@ -248,6 +318,8 @@ int runLaunch() {
         if (!c.exited)
           kill(-c.pid, SIGKILL);
   }
+  if (stalled)
+    return failureCode;
   if (firstFailure >= 0) {
     errs() << "strata launch: error: rank " << firstFailure
            << " exited with code " << failureCode

@@ -1,0 +1,31 @@
+//===- Heartbeat.cpp - A rank's sign of life for `strata launch` -----------===//
+#include "tools/strata/Heartbeat.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cerrno>
+#include <csignal>
+#include <fcntl.h>
+#include <cstdlib>
+#include <thread>
+#include <unistd.h>
+
+namespace strata {
+
+void startHeartbeatFromEnvironment() {
+  const char *var = std::getenv(kHeartbeatFdVar);
+  int fd;
+  if (!var || llvm::StringRef(var).getAsInteger(10, fd) || fd < 0)
+    return;
+  // Not inherited by what this process starts (the kernel compiler).
+  unsetenv(kHeartbeatFdVar);
+  fcntl(fd, F_SETFD, FD_CLOEXEC);
+  signal(SIGPIPE, SIG_IGN);  // a gone launcher is not this rank's death
+  std::thread([fd] {
+    const char beat = 1;
+    while (::write(fd, &beat, 1) == 1 || errno == EINTR)
+      std::this_thread::sleep_for(kHeartbeatInterval);
+  }).detach();
+}
+
+} // namespace strata
