@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 build/tools/strata/strata train examples/gpt_tiny.textproto \
   --steps 300 --warmup 30 --decay-iters 300 --eval-every 100 \
-  --out out/demo "$@"
+  --out out/demo --overwrite "$@"
