@@ -38,7 +38,7 @@ llvm::Expected<Tokenizer> makeTokenizer(llvm::StringRef kind,
   if (kind == "byte")
     return Tokenizer::byteLevel();
   if (kind != "char")
-    return fail("unknown tokenizer '" + kind + "' (expected 'char' or 'byte')");
+    return Tokenizer::fromFile(kind);
   auto text = readText(textPath);
   if (!text)
     return text.takeError();

@@ -28,8 +28,9 @@
 
 namespace strata {
 
-/// Builds the tokenizer named `kind` ("char" or "byte") for a text file; the
-/// char vocabulary is the set of characters in the file.
+/// Builds the tokenizer named `kind` for a text file: "char" (the set of
+/// characters in the file), "byte", or else the path of a tokenizer.json or
+/// SentencePiece .model file.
 llvm::Expected<Tokenizer> makeTokenizer(llvm::StringRef kind,
                                         llvm::StringRef textPath);
 

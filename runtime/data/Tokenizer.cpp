@@ -1,6 +1,8 @@
 //===- Tokenizer.cpp - Character- and byte-level tokenizers ---------------===//
 #include "runtime/data/Tokenizer.h"
 
+#include "runtime/text/TextTokenizer.h"
+
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -146,9 +148,11 @@ llvm::Expected<Tokenizer> Tokenizer::fromJSON(const llvm::json::Value &v) {
     return fail("missing string \"kind\"");
   if (*kind == "byte")
     return byteLevel();
+  if (*kind == "file")
+    return fileFromJSON(*obj);
   if (*kind != "char")
     return fail("unknown kind \"" + *kind +
-                "\" (expected \"char\" or \"byte\")");
+                "\" (expected \"char\", \"byte\" or \"file\")");
   auto chars = obj->getString("vocab");
   if (!chars || chars->empty())
     return fail("a char tokenizer needs a non-empty string \"vocab\"");
@@ -171,6 +175,8 @@ llvm::Expected<Tokenizer> Tokenizer::fromJSON(const llvm::json::Value &v) {
 llvm::json::Value Tokenizer::toJSON() const {
   if (kind_ == Kind::Byte)
     return llvm::json::Object{{"kind", "byte"}};
+  if (kind_ == Kind::File)
+    return fileToJSON();
   std::string chars;
   for (uint32_t cp : vocab_)
     appendUTF8(cp, chars);
@@ -178,14 +184,20 @@ llvm::json::Value Tokenizer::toJSON() const {
 }
 
 llvm::StringRef Tokenizer::name() const {
+  if (kind_ == Kind::File)
+    return name_;
   return kind_ == Kind::Char ? "char" : "byte";
 }
 
 int64_t Tokenizer::vocabSize() const {
+  if (kind_ == Kind::File)
+    return text_->vocabSize();
   return kind_ == Kind::Byte ? 256 : int64_t(vocab_.size());
 }
 
 uint64_t Tokenizer::fingerprint() const {
+  if (kind_ == Kind::File)
+    return llvm::xxHash64("file:" + *content_);
   std::string key = name().str();
   key.append(reinterpret_cast<const char *>(vocab_.data()),
              vocab_.size() * sizeof(uint32_t));
@@ -194,6 +206,8 @@ uint64_t Tokenizer::fingerprint() const {
 
 llvm::Error Tokenizer::encode(llvm::StringRef text,
                               std::vector<int32_t> &out) const {
+  if (kind_ == Kind::File)
+    return text_->encode(text, out);
   out.reserve(out.size() + text.size());
   if (kind_ == Kind::Byte) {
     for (char c : text)
@@ -229,6 +243,8 @@ llvm::Error Tokenizer::encode(llvm::StringRef text,
 
 llvm::Expected<std::string>
 Tokenizer::decode(llvm::ArrayRef<int32_t> ids) const {
+  if (kind_ == Kind::File)
+    return text_->decode(ids);
   std::string text;
   text.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {

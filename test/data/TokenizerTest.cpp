@@ -125,6 +125,10 @@ TEST(Tokenizer, FromJSONRejectsBadDescriptions) {
       {llvm::json::Value(3), "expected an object"},
       {Object{{"vocab", "ab"}}, "missing string \"kind\""},
       {Object{{"kind", "bpe"}}, "unknown kind \"bpe\""},
+      {Object{{"kind", "file"}}, "needs a string \"file\""},
+      {Object{{"kind", "file"}, {"file", "t.model"}}, "\"content\" or"},
+      {Object{{"kind", "file"}, {"file", "t.model"}, {"content_base64", "a"}},
+       "is not base64"},
       {Object{{"kind", "char"}}, "non-empty string \"vocab\""},
       {Object{{"kind", "char"}, {"vocab", "ba"}}, "increasing code point"},
       {Object{{"kind", "char"}, {"vocab", "aa"}}, "increasing code point"},
@@ -151,9 +155,12 @@ TEST(Tokenizer, MakeTokenizerByName) {
   EXPECT_EQ(message(missing), "cannot read data file '" +
                                   tmp.path("missing.txt") +
                                   "': No such file or directory");
+  // Any other name is a tokenizer file's path.
   auto unknown = makeTokenizer("bpe", path);
   EXPECT_EQ(message(unknown),
-            "unknown tokenizer 'bpe' (expected 'char' or 'byte')");
+            "bpe: error: cannot read tokenizer file (No such file or "
+            "directory; --tokenizer takes char, byte, or a tokenizer.json or "
+            "SentencePiece .model path)");
 }
 
 // nanoGPT's shakespeare_char: 65 characters, 1,115,394 of them.
