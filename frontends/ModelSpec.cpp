@@ -328,7 +328,12 @@ void checkTraining(Checker &c, const pb::Training &t, const Fields &f) {
 void checkData(Checker &c, const pb::Data &d, const Fields &f,
                const pb::ModelSpec &s) {
   if (d.tokenizer() == pb::Data::TOKENIZER_UNSPECIFIED)
-    c.fail(f, "tokenizer", "tokenizer must be CHAR or BYTE");
+    c.fail(f, "tokenizer", "tokenizer must be CHAR, BYTE or TOKENIZER_FILE");
+  if ((d.tokenizer() == pb::Data::TOKENIZER_FILE) !=
+      !d.tokenizer_file().empty())
+    c.fail(f, "tokenizer_file",
+           "tokenizer_file names the tokenizer.json or .model of tokenizer "
+           "TOKENIZER_FILE, and only of it");
   if (d.tokenizer() == pb::Data::BYTE && s.vocab_size() < 256)
     c.fail(f, "tokenizer",
            "the BYTE tokenizer needs vocab_size >= 256, got " +
