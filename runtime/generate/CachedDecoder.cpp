@@ -8,9 +8,9 @@
 // 0..pos (which makes a prefill causal).
 //
 // Cache layout per (slot, layer): K then V, each [Hkv, S, D], so the keys
-// of one kv head are a dense (positions, D) matrix: scores of its group of
-// G = Hq / Hkv query heads are one (G, D) x (D, T) GEMM, the softmax runs on
-// (G, T) and the output is (G, T) x (T, D).
+// of one kv head are a dense (positions, D) matrix: the G = Hq / Hkv query
+// heads sharing it score against its rows, the softmax runs on (G, T) and
+// the output is the (G, T) x (T, D) product, all on contiguous rows.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/generate/Decoder.h"
@@ -183,22 +183,37 @@ void CachedDecoder::block(const LayerWeights &l, int64_t layer,
     }
   }
 
-  // att = softmax(scale q K^T) V per (row, kv head), over positions 0..pos.
-  double scale = 1.0 / std::sqrt(double(D));
+  // att = softmax(scale q K^T) V per (row, kv head), over positions 0..pos:
+  // one query row against T cached rows is a GEMV, so the products are
+  // plain loops over the dense K and V rows (BLAS calls cost more than
+  // they compute at these sizes); the softmax is the kernel library's.
+  float scale = float(1.0 / std::sqrt(double(D)));
   parallelFor(0, n * Hkv, 1, [&](int64_t lo, int64_t hi) {
     std::vector<float> p;
     for (int64_t t = lo; t < hi; ++t) {
       int64_t r = t / Hkv, g = t % Hkv, T = rows[size_t(r)].pos + 1;
       const float *K = kvAt(rows[size_t(r)].slot, layer) + g * S * D;
       const float *V = K + kvStride_;
+      const float *qg = q + (r * Hq + g * G) * D;
+      float *out = att + (r * Hq + g * G) * D;
       p.resize(size_t(G * T));
-      GemmArgs sc;
-      sc.M = G, sc.N = T, sc.K = D, sc.transB = true, sc.alpha = scale;
-      matmul(q + (r * Hq + g * G) * D, K, p.data(), sc);
+      for (int64_t j = 0; j < G; ++j)
+        for (int64_t u = 0; u < T; ++u) {
+          float dot = 0;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t d = 0; d < D; ++d)
+            dot += qg[j * D + d] * K[u * D + d];
+          p[size_t(j * T + u)] = dot * scale;
+        }
       softmaxFwd(p.data(), p.data(), G, T);
-      GemmArgs pv;
-      pv.M = G, pv.N = D, pv.K = T;
-      matmul(p.data(), V, att + (r * Hq + g * G) * D, pv);
+      std::fill_n(out, G * D, 0.0f);
+      for (int64_t j = 0; j < G; ++j)
+        for (int64_t u = 0; u < T; ++u) {
+          float w = p[size_t(j * T + u)];
+#pragma omp simd
+          for (int64_t d = 0; d < D; ++d)
+            out[j * D + d] += w * V[u * D + d];
+        }
     }
   });
   // x += att @ Wo (+ bo).

@@ -5,7 +5,8 @@
 // alternatives, echo, up to 4 stop strings, seed. top_k is an extension
 // (as vLLM has it). Penalties, best_of, logit_bias and suffix are accepted
 // only at their neutral values. A prompt plus max_tokens must fit the
-// model's context, as OpenAI requires.
+// model's context, as OpenAI requires. An empty prompt starts from the
+// tokenizer's BOS token; the EOS token ends a completion.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/generate/Api.h"
@@ -123,10 +124,14 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
     if (auto e = ctx.tokenizer->encode(prompts[i], g.prompt))
       return bad("prompt " + std::to_string(i) + " cannot be tokenized: " +
                  llvm::toString(std::move(e)));
+    if (g.prompt.empty()) {
+      if (auto bos = ctx.tokenizer->bosId())
+        g.prompt.push_back(*bos);
+      else
+        return bad("prompt " + std::to_string(i) + " is empty (this model's "
+                   "tokenizer has no BOS token to start from)");
+    }
     int64_t len = int64_t(g.prompt.size());
-    if (len == 0)
-      return bad("prompt " + std::to_string(i) + " is empty (this model's "
-                 "tokenizer has no BOS token to start from)");
     if (len + maxTokens > ctx.config->seq)
       return bad("This model's maximum context length is " +
                  std::to_string(ctx.config->seq) + " tokens, however you "
@@ -139,6 +144,8 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
                   seed >= 0 ? uint64_t(seed) : randomSeed};
     g.streamIndex = i;
     g.stopStrings = stops;
+    if (auto eos = ctx.tokenizer->eosId())
+      g.stopTokens.push_back(*eos);
     g.topLogprobs = std::max<int64_t>(logprobs, 0);
     g.overflow = Overflow::Stop;
     req.sequences.push_back(std::move(g));

@@ -2,6 +2,7 @@
 #include "runtime/generate/HttpServer.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -70,6 +71,16 @@ HttpServer::create(Scheduler &scheduler, const ServeContext &ctx,
   s->svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s->svr_->set_payload_max_length(opts.maxBodyBytes);
   s->routes();
+  // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
+  // compiled into Debian's shared library): a burst of new connections
+  // beyond it waits for the client's SYN retransmission, a full second.
+  // The socket is kept here and listen() raised after the bind.
+  int listenFd = -1;
+  s->svr_->set_socket_options([&listenFd](int sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listenFd = sock;
+  });
   if (opts.port == 0) {
     s->port_ = s->svr_->bind_to_any_port(opts.host);
   } else if (s->svr_->bind_to_port(opts.host, opts.port)) {
@@ -77,6 +88,8 @@ HttpServer::create(Scheduler &scheduler, const ServeContext &ctx,
   } else {
     s->port_ = -1;
   }
+  if (s->port_ > 0 && listenFd >= 0)
+    ::listen(listenFd, SOMAXCONN);
   if (s->port_ <= 0)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

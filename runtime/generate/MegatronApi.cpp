@@ -7,7 +7,8 @@
 // an integer; unknown fields are refused; beam search and top_p_decay /
 // top_p_bound are not implemented and say so; stop_on_eol and
 // stop_on_double_eol stop before "\n" / "\n\n" (the newline is not part of
-// the text); add_BOS needs a tokenizer with a BOS token.
+// the text); add_BOS needs a tokenizer with a BOS token; without stop_token
+// generation stops at the tokenizer's EOS token, if it has one.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/generate/Api.h"
@@ -99,11 +100,12 @@ parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
     return bad("tokens_to_generate=0 implies logprobs should be True");
   if (topK > 0 && topP > 0)
     return bad("cannot set both top-k and top-p samplings.");
-  if (addBOS)
+  std::optional<int32_t> bos = ctx.tokenizer->bosId();
+  if (addBOS && !bos)
     return bad("add_BOS: this checkpoint's tokenizer (" +
                ctx.tokenizer->name().str() + ") has no BOS token");
   for (const std::string &p : prompts)
-    if (p.empty())
+    if (p.empty() && !addBOS)
       return bad("Empty prompts require add_BOS=true");
 
   ApiRequest req;
@@ -112,6 +114,8 @@ parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
     return *e;
   for (size_t i = 0; i < req.sequences.size(); ++i) {
     GenerationRequest &g = req.sequences[i];
+    if (addBOS)
+      g.prompt.insert(g.prompt.begin(), *bos);
     int64_t n = int64_t(g.prompt.size());
     if (n + tokens > ctx.config->seq)
       return bad("Length of prompt + tokens_to_generate longer than allowed: "
@@ -123,8 +127,11 @@ parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
                   seed >= 0 ? uint64_t(seed) : randomSeed};
     g.streamIndex = i;
     g.promptLogprobs = logprobs;
+    // Megatron stops at the end-of-document token unless told another.
     if (stopToken >= 0)
       g.stopTokens.push_back(int32_t(stopToken));
+    else if (auto eos = ctx.tokenizer->eosId())
+      g.stopTokens.push_back(*eos);
     if (stopOnEol)
       g.stopStrings.push_back("\n");
     else if (stopOnDoubleEol)

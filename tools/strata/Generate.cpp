@@ -2,17 +2,25 @@
 //
 // Samples text from a checkpoint written by `strata train`: the checkpoint
 // carries the model spec and the tokenizer, so no data file is needed.
+// Decoding is incremental (runtime/generate: a key/value cache, the prompt
+// prefilled in one pass); --no-kv-cache runs the whole forward graph per
+// token instead. Text streams to stdout as tokens are made. Several
+// --prompt flags run as one batch; --json prints one object per prompt
+// with tokens and logprobs.
 //
 //===----------------------------------------------------------------------===//
-#include "frontends/ModelSpec.h"
 #include "runtime/cpu/CpuDevice.h"
-#include "runtime/io/Checkpoint.h"
-#include "runtime/train/TextGenerator.h"
+#include "runtime/data/TokenDataset.h"
+#include "runtime/generate/Engine.h"
+#include "runtime/generate/LoadedModel.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/Verb.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
+using namespace strata::generate;
 
 namespace strata {
 namespace {
@@ -22,47 +30,156 @@ cl::OptionCategory &cat = strataCategory();
 
 cl::opt<std::string> ckptPath(cl::Positional, cl::Required,
                               cl::desc("<checkpoint.bin>"), cl::sub(generateCmd), cl::cat(cat));
-cl::opt<std::string> prompt("prompt", cl::desc("Text to continue (default: start of text)"),
-                            cl::sub(generateCmd), cl::cat(cat));
-cl::opt<int64_t> numTokens("tokens", cl::desc("Tokens to generate"), cl::init(300),
+cl::list<std::string> prompts("prompt",
+                              cl::desc("Text to continue; repeat for a batch "
+                                       "(default: one empty prompt, from BOS or token 0)"),
+                              cl::sub(generateCmd), cl::cat(cat));
+cl::opt<int64_t> numTokens("tokens", cl::desc("Tokens to generate per prompt"), cl::init(300),
                            cl::sub(generateCmd), cl::cat(cat));
-cl::opt<double> temperature("temperature", cl::desc("Softmax temperature (> 0)"), cl::init(0.8),
-                            cl::sub(generateCmd), cl::cat(cat));
+cl::opt<double> temperature("temperature",
+                            cl::desc("Softmax temperature, 0 to 100 (0: greedy)"),
+                            cl::init(0.8), cl::sub(generateCmd), cl::cat(cat));
 cl::opt<int64_t> topK("top-k", cl::desc("Sample among the k most likely tokens (0: all)"),
                       cl::init(40), cl::sub(generateCmd), cl::cat(cat));
-cl::opt<int64_t> seed("seed", cl::desc("Sampling seed"), cl::init(1337), cl::sub(generateCmd),
-                      cl::cat(cat));
+cl::opt<double> topP("top-p",
+                     cl::desc("Sample among the most likely tokens holding "
+                              "probability p, after top-k (1: all)"),
+                     cl::init(1.0), cl::sub(generateCmd), cl::cat(cat));
+cl::opt<int64_t> seed("seed", cl::desc("Sampling seed (prompt i draws from stream i)"),
+                      cl::init(1337), cl::sub(generateCmd), cl::cat(cat));
+cl::list<std::string> stopStrings("stop", cl::desc("End a completion before this text (repeatable)"),
+                                  cl::sub(generateCmd), cl::cat(cat));
+cl::list<int> stopTokens("stop-token", cl::desc("End a completion at this token id (repeatable)"),
+                         cl::sub(generateCmd), cl::cat(cat));
+cl::opt<bool> ignoreEos("ignore-eos",
+                        cl::desc("Go on past the tokenizer's EOS token (default: it "
+                                 "ends a completion)"),
+                        cl::sub(generateCmd), cl::cat(cat));
+cl::opt<std::string> context("context",
+                             cl::desc("Past the model's seq_len: slide (go on from "
+                                      "the last seq/2 tokens) or stop"),
+                             cl::init("slide"), cl::sub(generateCmd), cl::cat(cat));
+cl::opt<bool> json("json",
+                   cl::desc("Print one JSON object per prompt (text, tokens, "
+                            "logprobs, finish_reason) instead of streaming text"),
+                   cl::sub(generateCmd), cl::cat(cat));
+cl::opt<std::string> tokenizerFlag("tokenizer",
+                                   cl::desc("byte, or a tokenizer.json / SentencePiece .model to "
+                                            "use instead of the checkpoint's tokenizer"),
+                                   cl::sub(generateCmd), cl::cat(cat));
+cl::opt<bool> noCache("no-kv-cache",
+                      cl::desc("Run the whole forward graph for every token "
+                               "(the reference the cache is tested against)"),
+                      cl::sub(generateCmd), cl::cat(cat));
 
-Error bad(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(), ckptPath + ": error: " + msg);
+Error checkGenerateFlags() {
+  if (auto e = checkFlags({
+          atLeast(numTokens, 0, "tokens to generate per prompt"),
+          inInterval(temperature, 0, 100, Ends::Closed, "0 is greedy decoding"),
+          atLeast(topK, 0, "0 keeps every token"),
+          inInterval(topP, 0, 1, Ends::OpenLow, "1 keeps every token"),
+          atLeast(seed, 0, "any non-negative integer"),
+          oneOf(context, {"slide", "stop"}),
+      }))
+    return e;
+  for (const std::string &s : stopStrings)
+    if (s.empty())
+      return usageError("--stop must not be empty (give the text that ends a completion)");
+  return Error::success();
+}
+
+json::Value resultJSON(size_t index, StringRef prompt, const GenerationResult &r) {
+  json::Array lps;
+  for (double lp : r.logprobs) lps.push_back(lp);
+  json::Array toks;
+  for (int32_t t : r.tokens) toks.push_back(t);
+  return json::Object{{"index", int64_t(index)},
+                      {"prompt", json::fixUTF8(prompt)},
+                      {"text", json::fixUTF8(r.text)},
+                      {"tokens", std::move(toks)},
+                      {"logprobs", std::move(lps)},
+                      {"finish_reason", finishName(r.finish)}};
 }
 
 int runGenerate() {
-  if (numTokens < 0 || topK < 0 || temperature <= 0)
-    return reportError(createStringError(
-        inconvertibleErrorCode(),
-        "strata generate: error: --tokens and --top-k must be >= 0 and --temperature > 0"));
-  auto ckpt = loadCheckpoint(ckptPath);
-  if (!ckpt) return reportError(ckpt.takeError());
-  const json::Value *specText = ckpt->meta.get("spec");
-  const json::Value *tok = ckpt->meta.get("tokenizer");
-  if (!specText || !specText->getAsString() || !tok)
-    return reportError(bad("not a training checkpoint (no model spec or tokenizer)"));
-  auto spec = parseModelSpec(*specText->getAsString(), ckptPath + " (model spec)");
-  if (!spec) return reportError(spec.takeError());
-  auto tokenizer = Tokenizer::fromJSON(*tok);
-  if (!tokenizer) return reportError(bad(toString(tokenizer.takeError())));
-  StringMap<const HostTensor *> params;
-  for (const NamedTensor &t : ckpt->tensors) params[t.name] = &t.tensor;
-  SampleOptions so;
-  so.maxNewTokens = numTokens;
-  so.temperature = temperature;
-  so.topK = topK;
-  so.seed = seed;
+  if (auto e = checkGenerateFlags()) return reportError(std::move(e));
+  auto model = LoadedModel::load(ckptPath);
+  if (!model) return reportError(model.takeError());
+  if (given(tokenizerFlag)) {  // instead of the checkpoint's (docs/tokenizers.md)
+    if (tokenizerFlag == "char")
+      return reportError(usageError("--tokenizer char needs the training text; leave the flag "
+                                    "out to use the checkpoint's tokenizer"));
+    auto t = makeTokenizer(tokenizerFlag, "");
+    if (!t) return reportError(t.takeError());
+    if (t->vocabSize() > (*model)->config.vocab)
+      return reportError(usageError("--tokenizer " + tokenizerFlag + " has " +
+                                    Twine(t->vocabSize()) + " tokens, more than the model's " +
+                                    Twine((*model)->config.vocab)));
+    (*model)->tokenizer.emplace(std::move(*t));
+  }
+  const Tokenizer &tok = *(*model)->tokenizer;
+  int64_t vocab = std::min((*model)->config.vocab, tok.vocabSize());
+  for (int t : stopTokens)
+    if (t < 0 || t >= vocab)
+      return reportError(usageError("--stop-token must be a token id in [0, " + Twine(vocab) +
+                                    "), got " + Twine(t)));
+
+  std::vector<std::string> texts(prompts.begin(), prompts.end());
+  if (texts.empty()) texts.push_back("");
+  std::vector<GenerationRequest> reqs(texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    GenerationRequest &r = reqs[i];
+    if (auto e = tok.encode(texts[i], r.prompt))
+      return reportError(usageError("--prompt: " + toString(std::move(e))));
+    // An empty prompt starts from BOS, or token 0 (nanoGPT's newline).
+    if (r.prompt.empty()) r.prompt.push_back(tok.bosId().value_or(0));
+    r.maxNewTokens = numTokens;
+    r.sampling = {temperature, topK, topP, uint64_t(int64_t(seed))};
+    r.streamIndex = i;
+    r.stopStrings.assign(stopStrings.begin(), stopStrings.end());
+    r.stopTokens.assign(stopTokens.begin(), stopTokens.end());
+    if (auto eos = tok.eosId(); eos && !ignoreEos) r.stopTokens.push_back(*eos);
+    r.overflow = context == "stop" ? Overflow::Stop : Overflow::Slide;
+  }
+
   CpuDevice device;
-  auto text = generateText(resolveModelSpec(*spec), params, *tokenizer, prompt, so, device);
-  if (!text) return reportError(bad(toString(text.takeError())));
-  outs() << prompt << *text << '\n';
+  auto decoder = (*model)->makeDecoder(!noCache, int64_t(reqs.size()), device);
+  if (!decoder) return reportError(decoder.takeError());
+
+  // One prompt in text mode streams; several print as each finishes.
+  bool stream = !json && texts.size() == 1;
+  std::vector<Sink> sinks(texts.size());
+  std::vector<size_t> printed(texts.size());
+  std::vector<std::optional<GenerationResult>> done(texts.size());
+  size_t next = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (stream) {
+      outs() << texts[i];
+      outs().flush();
+      sinks[i].onToken = [&, i](const TokenEvent &ev) {
+        outs() << ev.text;
+        outs().flush();
+        printed[i] += ev.text.size();
+        return true;
+      };
+    }
+    sinks[i].onFinish = [&, i](GenerationResult r) {
+      if (json) {
+        // Objects come in prompt order: hold finished ones until then.
+        done[i] = std::move(r);
+        for (; next < done.size() && done[next]; ++next)
+          outs() << resultJSON(next, texts[next], *done[next]) << '\n';
+      } else if (stream) {
+        outs() << StringRef(r.text).substr(printed[i]) << '\n';
+      } else {
+        outs() << "--- prompt " << i << " (" << finishName(r.finish) << ")\n"
+               << texts[i] << r.text << '\n';
+      }
+      outs().flush();
+    };
+  }
+  if (auto e = generateAll(**decoder, tok, std::move(reqs), std::move(sinks)))
+    return reportError(std::move(e));
   return kExitOk;
 }
 
