@@ -32,7 +32,7 @@ cl::opt<std::string> input("input", cl::desc("Corpus: .jsonl/.json (one JSON obj
                            cl::value_desc("file"), cl::sub(preprocessCmd), cl::cat(cat));
 cl::opt<std::string> jsonKey("json-key", cl::desc("Key of the text in each JSON line"),
                              cl::init("text"), cl::sub(preprocessCmd), cl::cat(cat));
-cl::opt<std::string> tokenizerKind("tokenizer", cl::desc("char | byte"), cl::init("byte"),
+cl::opt<std::string> tokenizerKind("tokenizer", cl::desc("char | byte | FILE (tokenizer.json or SentencePiece .model)"), cl::init("byte"),
                                    cl::sub(preprocessCmd), cl::cat(cat));
 cl::opt<std::string> outputPrefix("output-prefix",
                                   cl::desc("Writes <prefix>_<key>_document.bin/.idx"),

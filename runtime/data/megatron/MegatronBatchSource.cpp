@@ -1,6 +1,7 @@
 //===- MegatronBatchSource.cpp - Training batches from Megatron data ------===//
 #include "runtime/data/megatron/MegatronBatchSource.h"
 
+#include "runtime/data/TokenDataset.h"
 #include "runtime/data/megatron/Preprocess.h"
 
 #include "llvm/ADT/Twine.h"
@@ -98,13 +99,13 @@ llvm::Expected<Tokenizer> blendTokenizer(llvm::StringRef blendText,
     return recorded.takeError();
   if (*recorded)
     return std::move(**recorded);
-  if (kind == "byte")
-    return Tokenizer::byteLevel();
+  if (kind != "char")
+    return makeTokenizer(kind, "");
   return fail(tokenizerSidecarPath(blend->prefixes[0]) +
-              ": no tokenizer is recorded next to the data, and the " +
-              kind + " tokenizer cannot be rebuilt without its text "
-              "(preprocess with strata preprocess, or pass --tokenizer byte "
-              "for byte-level data)");
+              ": no tokenizer is recorded next to the data, and the char "
+              "tokenizer cannot be rebuilt without its text (preprocess with "
+              "strata preprocess, or pass --tokenizer byte|FILE naming the "
+              "data's tokenizer)");
 }
 
 } // namespace strata::megatron

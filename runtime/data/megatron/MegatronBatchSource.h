@@ -64,7 +64,8 @@ struct MegatronSources {
 llvm::Expected<MegatronSources> openMegatronData(const MegatronDataConfig &c);
 
 /// The tokenizer of the blend's datasets: the one strata preprocess recorded
-/// next to them, else the byte tokenizer when `kind` is "byte".
+/// next to them, else `kind` ("byte" or a tokenizer file; "char" needs a
+/// recorded vocabulary).
 llvm::Expected<Tokenizer> blendTokenizer(llvm::StringRef blend,
                                          llvm::StringRef kind);
 

@@ -36,6 +36,8 @@ std::optional<int32_t> endOfDocumentId(const Tokenizer &tok) {
   case Tokenizer::Kind::Char:
   case Tokenizer::Kind::Byte:
     return std::nullopt; // every id is a character or byte of text
+  case Tokenizer::Kind::File:
+    return tok.eosId(); // Megatron's HuggingFaceTokenizer.eod
   }
   return std::nullopt;
 }

@@ -55,8 +55,9 @@ std::string outputDatasetPrefix(const PreprocessOptions &o);
 /// The tokenizer file recorded next to dataset `prefix`.
 std::string tokenizerSidecarPath(llvm::StringRef prefix);
 
-/// The end-of-document id of `tok`; none for the char and byte tokenizers,
-/// whose vocabularies hold only text.
+/// The end-of-document id of `tok`: a tokenizer file's EOS token (Megatron's
+/// HuggingFaceTokenizer.eod); none for the char and byte tokenizers, whose
+/// vocabularies hold only text.
 std::optional<int32_t> endOfDocumentId(const Tokenizer &tok);
 
 /// Tokenizes `o.input` and writes the dataset; `progress` is called about

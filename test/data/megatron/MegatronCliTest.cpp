@@ -9,6 +9,7 @@
 #include "test/data/megatron/MegatronTestUtil.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -129,6 +130,41 @@ TEST_F(MegatronCli, TrainsOnABlendAndResumesOnTheSameSamples) {
   ASSERT_EQ(resumed.size(), 40u);
   for (size_t i = 0; i < 40; ++i)
     EXPECT_EQ(resumed[i], full[i]) << "step " << i; // same samples, same losses
+}
+
+TEST(MegatronCliTokenizerFile, TokensAreHfTokenizersAndEosEndsEachDocument) {
+  // A byte-level BPE trained by strata on Tiny Shakespeare; the documents
+  // are its speeches plus Unicode the training text never saw.
+  TempDir dir;
+  std::string text = slurp(STRATA_TINYSHAKESPEARE).substr(0, 200000);
+  std::string corpus = dir.write("train.txt", text);
+  std::string tok = dir.path("tok.json");
+  RunResult r = strata({"tokenizer", "train", "--vocab-size", "400", "-o", tok, corpus});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::string jsonl;
+  llvm::SmallVector<llvm::StringRef> paras;
+  llvm::StringRef(text).split(paras, "\n\n", 300, false);
+  paras.pop_back(); // the rest of the text
+  paras.push_back("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x8e\x89 \xe6\xbc\xa2\xe5\xad\x97\ttabs\r\n");
+  for (llvm::StringRef p : paras)
+    jsonl += llvm::formatv("{0}\n", llvm::json::Value(llvm::json::Object{{"text", p}})).str();
+  std::string in = dir.write("docs.jsonl", jsonl);
+  std::string prefix = dir.path("bpe");
+  r = strata({"preprocess", "--input", in, "--tokenizer", tok, "--append-eod",
+              "--output-prefix", prefix, "--workers", "2"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  llvm::json::Value got = runReference({"read", prefix + "_text_document"});
+  llvm::json::Value hf = runReference({"hf-encode", tok, in, "text"}, STRATA_HF_PYTHON);
+  const llvm::json::Array &seqs = *got.getAsObject()->getArray("sequences");
+  const llvm::json::Array &ids = *hf.getAsObject()->getArray("ids");
+  int64_t eos = *hf.getAsObject()->getInteger("eos");
+  ASSERT_EQ(seqs.size(), paras.size());
+  ASSERT_EQ(ids.size(), paras.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<int64_t> want = ints(&ids[i]);
+    want.push_back(eos); // --append-eod: the tokenizer's <|endoftext|>
+    ASSERT_EQ(ints(&seqs[i]), want) << "document " << i;
+  }
 }
 
 TEST_F(MegatronCli, ErrorsSayWhatAndWhere) {

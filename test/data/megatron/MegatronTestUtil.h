@@ -42,18 +42,20 @@ inline std::string slurp(llvm::StringRef path) {
   return buf ? (*buf)->getBuffer().str() : std::string();
 }
 
-/// Runs test/data/megatron/megatron_reference.py with `args` and parses the
-/// JSON it prints. The reference needs numpy: without it the test fails.
-inline llvm::json::Value runReference(const std::vector<std::string> &args) {
+/// Runs test/data/megatron/megatron_reference.py with `args` under `python`
+/// and parses the JSON it prints. The reference needs numpy (and for
+/// hf-encode, tokenizers): without them the test fails.
+inline llvm::json::Value runReference(const std::vector<std::string> &args,
+                                      llvm::StringRef python = STRATA_TEST_PYTHON) {
   llvm::SmallString<128> out, err;
   llvm::sys::fs::createTemporaryFile("megatron-ref", "json", out);
   llvm::sys::fs::createTemporaryFile("megatron-ref", "err", err);
-  std::vector<llvm::StringRef> argv = {STRATA_TEST_PYTHON, MEGATRON_REFERENCE};
+  std::vector<llvm::StringRef> argv = {python, MEGATRON_REFERENCE};
   for (const std::string &a : args)
     argv.push_back(a);
   llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, out.str(), err.str()};
   std::string msg;
-  int rc = llvm::sys::ExecuteAndWait(STRATA_TEST_PYTHON, argv, llvm::None,
+  int rc = llvm::sys::ExecuteAndWait(python, argv, llvm::None,
                                      redirects, 300, 0, &msg);
   std::string text = slurp(out), errText = slurp(err);
   llvm::sys::fs::remove(out);

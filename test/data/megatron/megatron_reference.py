@@ -17,6 +17,8 @@ Commands (results as JSON on stdout or in a file):
                                      blended sample
   paragraphs TEXT_FILE               byte tokens of each paragraph (strata's
                                      documented .txt rule)
+  hf-encode TOKENIZER_JSON JSONL KEY ids of each line's text by Hugging Face
+                                     tokenizers (no special tokens added)
 """
 import json
 import math
@@ -268,6 +270,15 @@ def paragraphs_command(path):
     return [list(d) for d in docs]
 
 
+def hf_encode_command(tokenizer_json, jsonl, key):
+    import tokenizers  # the pinned test reference (test/requirements.txt)
+    tok = tokenizers.Tokenizer.from_file(tokenizer_json)
+    with open(jsonl, encoding="utf-8") as f:
+        ids = [tok.encode(json.loads(line)[key], add_special_tokens=False).ids
+               for line in f if line.strip()]
+    return {"eos": tok.token_to_id("<|endoftext|>"), "ids": ids}
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "read":
@@ -284,6 +295,8 @@ def main():
         out = gpt_command(args[0], args[1], int(args[2]), int(args[3]), int(args[4]), int(args[5]))
     elif cmd == "blend":
         out = blend_command(args[0], args[1], int(args[2]), int(args[3]), int(args[4]), int(args[5]))
+    elif cmd == "hf-encode":
+        out = hf_encode_command(args[0], args[1], args[2])
     elif cmd == "paragraphs":
         out = paragraphs_command(args[0])
     else:
