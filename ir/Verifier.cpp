@@ -321,6 +321,15 @@ llvm::Error GraphVerifier::run() {
 } // namespace
 
 llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs) {
+  // What passes read on any node: the autodiff and recompute markers
+  // (passes/autodiff/Autodiff.h, passes/recompute/Recompute.h) and a
+  // collective's provenance (passes/spmd/CollectiveReport.cpp). A wrong kind
+  // would abort in Attrs::get*; found by the pass_pipeline fuzzer.
+  static constexpr AttrSpec kAnyNode[] = {{"bwd", K::Bool},
+                                          {"recompute", K::Bool},
+                                          {"src", K::String},
+                                          {"reason", K::String}};
+  if (auto e = checkKinds(attrs, kAnyNode)) return e;
   return checkKinds(attrs, attrSpecs(op));
 }
 
@@ -344,6 +353,9 @@ verifyFusedNode(const Attrs &attrs, const Graph *bodyPtr,
       return err("body input %" + body.value(body.inputs()[i]).name + " is " +
                  body.type(body.inputs()[i]).str() + ", operand " +
                  llvm::Twine(i) + " is " + operandTypes[i].str());
+  if (body.outputs().empty())  // as the parser requires: no text without one
+    return err("fused needs at least one result (a body with no outputs is "
+               "dead code)");
   if (body.mesh) return err("a fused body has no mesh");
   for (const Node &m : body.nodes())
     if (m.op == OpKind::Fused || isCollective(m.op) || isPartitionOp(m.op))

@@ -180,6 +180,13 @@ void FusedGraphBuilder::emitGroup(const FusionGroup &group) {
       if (llvm::is_contained(g_.outputs(), r) ||
           !llvm::all_of(users_[r], isMember))
         outputs.push_back(r);
+  // A group nothing reads is dead code: a fused node needs a result, and
+  // removing code is dce's job, so its nodes stay as they are.
+  if (outputs.empty()) {
+    for (int32_t m : order)
+      copyNode(g_.node(m));
+    return;
+  }
 
   std::string kernel = freshKernelName();
   auto body = std::make_shared<Graph>();
