@@ -86,7 +86,8 @@ BlendedSplit::build(const Blend &blend, const SplitMatrix &matrix, Split split,
   const auto &bookend = matrix[int(split)];
   if (!bookend)
     return fail("--split gives the " + splitName(split) +
-                " split no share of the data (give it a non-zero weight)");
+                " split no share of the data (give it a non-zero weight, or "
+                "train with --eval-every 0)");
   // Normalized again, as Megatron's BlendedDataset does.
   std::vector<double> weights;
   if (blend.weights)
