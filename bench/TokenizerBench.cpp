@@ -1,8 +1,10 @@
 //===- TokenizerBench.cpp - Encode throughput of strata's tokenizers ------===//
 //
-// Google Benchmark of TextTokenizer::encode on one thread, one call per
-// iteration over a whole text (as Hugging Face's Tokenizer.encode is timed
-// by bench/tokenizer_speed.sh, which runs this with the same files):
+// Google Benchmark of TextTokenizer::encode on one thread: encode/NAME
+// makes one call over the whole text, paragraphs/NAME one call per
+// paragraph ("\n\n"-separated, as documents are encoded), as
+// bench/tokenizer_speed.sh times Hugging Face's Tokenizer.encode on the same
+// files:
 //
 //   STRATA_BENCH_TOKENIZERS="gpt2.json llama2.json" STRATA_BENCH_TEXT=t.txt \
 //     build/bench/tokenizer_bench
@@ -25,14 +27,20 @@
 namespace {
 
 void encodeText(benchmark::State &state, std::shared_ptr<strata::text::TextTokenizer> tok,
-                std::shared_ptr<std::string> text) {
+                std::shared_ptr<std::string> text, bool paragraphs) {
+  llvm::SmallVector<llvm::StringRef, 0> pieces;
+  if (paragraphs)
+    llvm::StringRef(*text).split(pieces, "\n\n");
+  else
+    pieces.push_back(*text);
   std::vector<int32_t> ids;
   for (auto _ : state) {
     ids.clear();
-    if (llvm::Error e = tok->encode(*text, ids)) {
-      state.SkipWithError(llvm::toString(std::move(e)).c_str());
-      return;
-    }
+    for (llvm::StringRef piece : pieces)
+      if (llvm::Error e = tok->encode(piece, ids)) {
+        state.SkipWithError(llvm::toString(std::move(e)).c_str());
+        return;
+      }
     benchmark::DoNotOptimize(ids.data());
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(text->size()));
@@ -64,10 +72,13 @@ int main(int argc, char **argv) {
       return 1;
     }
     std::shared_ptr<strata::text::TextTokenizer> shared = std::move(*tok);
-    benchmark::RegisterBenchmark(
-        ("encode/" + llvm::sys::path::filename(path)).str().c_str(), encodeText,
-        shared, text)
-        ->Unit(benchmark::kMillisecond);
+    for (bool paragraphs : {false, true})
+      benchmark::RegisterBenchmark(
+          ((paragraphs ? "paragraphs/" : "encode/") + llvm::sys::path::filename(path))
+              .str()
+              .c_str(),
+          encodeText, shared, text, paragraphs)
+          ->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -4,7 +4,8 @@
   merges as tokenizers' BpeTrainer on the same files and settings, and HF
   loads strata's tokenizer.json and encodes with it as strata does;
 - encode/decode: the CLI prints HF's ids and text;
-- bad input: a clear error and exit code 1, no output file.
+- bad input: a clear error and exit code 1, no output file;
+- strata train --tokenizer FILE, then generate from the checkpoint alone.
 
 usage: cli_test.py STRATA SHAKESPEARE REFS_DIR
 """
@@ -42,6 +43,39 @@ def hf_trained(vocab_size):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train([SHAKESPEARE, TORTURE], trainer)
     return json.loads(tok.to_str())
+
+
+def train_and_generate(tmp, tokenizer_file):
+    """strata train --tokenizer FILE: the checkpoint carries the file, so
+    generate decodes without it; resuming with another tokenizer fails."""
+    run = os.path.join(tmp, "run")
+    spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "examples", "gpt_tiny.textproto")
+    moved = os.path.join(tmp, "tok.json")  # gone before generate runs
+    with open(tokenizer_file, "rb") as src, open(moved, "wb") as dst:
+        dst.write(src.read())
+    train = [STRATA, "train", spec, "--data", SHAKESPEARE, "--tokenizer",
+             moved, "--steps", "2", "--eval-every", "0", "--sample", "0",
+             "--out", run]
+    r = subprocess.run(train, capture_output=True, timeout=300)
+    check(r.returncode == 0, "train --tokenizer FILE failed: " + r.stderr.decode())
+    vocab = max(json.load(open(moved))["model"]["vocab"].values()) + 1
+    check(("vocab %d" % vocab) in r.stdout.decode(),
+          "training did not take the tokenizer's vocabulary of %d" % vocab)
+    os.remove(moved)
+    r = subprocess.run([STRATA, "generate", os.path.join(run, "checkpoint.bin"),
+                        "--prompt", "ROMEO:", "--tokens", "5", "--json"],
+                       capture_output=True, timeout=300)
+    check(r.returncode == 0, "generate failed: " + r.stderr.decode())
+    if r.returncode == 0:
+        out = json.loads(r.stdout.decode().splitlines()[0])
+        hf = Tokenizer.from_file(tokenizer_file)
+        check(out["text"] == hf.decode(out["tokens"], skip_special_tokens=False),
+              "generate's text is not HF's decoding of its tokens")
+    resume = [a if a != moved else "byte" for a in train] + ["--resume"]
+    r = subprocess.run(resume, capture_output=True, timeout=300)
+    check(r.returncode == 1 and "tokenizer differs" in r.stderr.decode(),
+          "resuming with another tokenizer: " + r.stderr.decode())
 
 
 def main():
@@ -110,6 +144,8 @@ def main():
               (args, message, r.returncode, err))
     check(not os.path.exists(os.path.join(tmp, "x.json")),
           "a failed train left an output file")
+
+    train_and_generate(tmp, llama3)
 
     if failures:
         sys.exit("%d check(s) failed" % len(failures))
