@@ -13,10 +13,11 @@
 //   - the loss of each of N AdamW steps.
 // A tensor's difference is max|parallel - serial| / max|serial| (normwise
 // relative, so elements near zero do not dominate), where max|serial| is at
-// least 1e-5 of the largest element of its group (values, gradients): a
-// tensor below that is numerically zero (the key bias's gradient is exactly
-// zero, as softmax ignores a shift of the scores; computed, it is rounding
-// noise), and its noise is measured against that floor.
+// least kVerifyZeroFloor (1e-3) of the largest element of its group (values,
+// gradients): a tensor below that is numerically zero (the key bias's
+// gradient is exactly zero, as softmax ignores a shift of the scores;
+// computed, it is rounding noise), and its noise is measured against that
+// floor: an absolute tolerance scaled by the group's magnitude.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -30,6 +31,10 @@
 #include <vector>
 
 namespace strata {
+
+/// The fraction of a group's largest element below which a tensor is
+/// numerically zero and compared against that floor (see Verify.cpp).
+extern const double kVerifyZeroFloor;
 
 struct VerifyOptions {
   ParallelConfig parallel;

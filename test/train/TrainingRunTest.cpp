@@ -113,8 +113,10 @@ TEST_F(TrainingRunTest, ResumeRejectsAnotherSpec) {
   llvm::raw_string_ostream os(log);
   llvm::Error e = runTraining(other, os);
   ASSERT_TRUE(bool(e));
-  EXPECT_NE(llvm::toString(std::move(e)).find("different model or training spec"),
-            std::string::npos);
+  std::string msg = llvm::toString(std::move(e));
+  EXPECT_NE(msg.find("the checkpoint was trained with a different hidden ("),
+            std::string::npos)
+      << msg;
 }
 
 TEST_F(TrainingRunTest, MissingDataNamesTheFile) {
