@@ -93,7 +93,7 @@ Graph buildGPT(const ModelConfig &c) {
 }
 
 Graph buildModelGraph(const ModelConfig &c) {
-  return c.isGPT() ? buildGPT(c) : buildLlama(c);
+  return c.isGPT() ? buildGPT(c) : c.isFalcon() ? buildFalcon(c) : buildLlama(c);
 }
 
 } // namespace strata

@@ -17,7 +17,7 @@ namespace strata {
 namespace gp = google::protobuf;
 
 llvm::StringRef ModelConfig::familyName() const {
-  return isGPT() ? "gpt" : "llama";
+  return isGPT() ? "gpt" : isFalcon() ? "falcon" : "llama";
 }
 
 int64_t padVocabSize(int64_t vocab, int64_t multiple) {
@@ -26,7 +26,7 @@ int64_t padVocabSize(int64_t vocab, int64_t multiple) {
 
 int64_t defaultFfn(pb::ModelSpec::Family family, int64_t hidden,
                    int64_t multipleOf) {
-  if (family == pb::ModelSpec::GPT)
+  if (family == pb::ModelSpec::GPT || family == pb::ModelSpec::FALCON)
     return 4 * hidden;
   int64_t f = 2 * (4 * hidden) / 3;
   return (f + multipleOf - 1) / multipleOf * multipleOf;
@@ -228,7 +228,7 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
   };
   if (required(s.has_family(), "family", "family: GPT` or `family: LLAMA") &&
       s.family() == pb::ModelSpec::FAMILY_UNSPECIFIED)
-    c.fail(f, "family", "family must be GPT or LLAMA");
+    c.fail(f, "family", "family must be GPT, LLAMA or FALCON");
   bool gpt = s.family() == pb::ModelSpec::GPT;
 
   if (required(s.has_vocab_size(), "vocab_size", "vocab_size: 50257"))
@@ -259,6 +259,8 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
   c.check(f, "init_std", s.init_std(), s.init_std() > 0, "positive");
   c.range(f, "sliding_window", s.sliding_window(), 0, kMaxSize,
           "0 means full causal attention");
+  c.range(f, "norms_per_block", s.norms_per_block(), 1, 2,
+          "FALCON: 1 shared LayerNorm or 2 (ln_attn, ln_mlp)");
   if (!c.ok())
     return;
 
@@ -283,6 +285,9 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
     c.fail(f, "kv_heads",
            "GPT has no grouped-query attention (kv_heads must be 0 or equal "
            "heads; use family: LLAMA for GQA)");
+  if (s.family() != pb::ModelSpec::FALCON && s.norms_per_block() != 1)
+    c.fail(f, "norms_per_block",
+           "only FALCON blocks have parallel norms (remove norms_per_block)");
   if (gpt && s.sliding_window())
     c.fail(f, "sliding_window",
            "GPT has no sliding-window attention (use family: LLAMA, as Mistral "
@@ -410,6 +415,7 @@ ModelConfig resolveModelSpec(const pb::ModelSpec &s) {
   c.initStd = s.init_std();
   c.tieEmbeddings = s.has_tie_embeddings() ? s.tie_embeddings() : c.isGPT();
   c.slidingWindow = s.sliding_window();
+  c.normsPerBlock = s.norms_per_block();
   return c;
 }
 

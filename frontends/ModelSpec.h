@@ -40,9 +40,11 @@ struct ModelConfig {
   double initStd = 0;
   bool tieEmbeddings = false;
   int64_t slidingWindow = 0; // Mistral: keys visible to each query; 0 all
+  int64_t normsPerBlock = 1; // Falcon: 1 shared LayerNorm, or ln_attn + ln_mlp
 
   bool isGPT() const { return family == pb::ModelSpec::GPT; }
-  /// "gpt" or "llama".
+  bool isFalcon() const { return family == pb::ModelSpec::FALCON; }
+  /// "gpt", "llama" or "falcon".
   llvm::StringRef familyName() const;
 };
 

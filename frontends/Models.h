@@ -18,6 +18,8 @@ namespace strata {
 Graph buildGPT(const ModelConfig &c);
 /// Llama: RoPE, RMSNorm, SwiGLU MLP, grouped-query attention, untied head.
 Graph buildLlama(const ModelConfig &c);
+/// Falcon: parallel attention + GELU MLP from LayerNorm, MQA/GQA, RoPE.
+Graph buildFalcon(const ModelConfig &c);
 /// Builds the graph of `c.family`.
 Graph buildModelGraph(const ModelConfig &c);
 

@@ -232,6 +232,62 @@ llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
   return llvm::Error::success();
 }
 
+/// Falcon 7B/40B/180B (not the ALiBi, sequential "RW" variants): parallel
+/// attention + MLP, rotary, no biases. The KV heads follow from the
+/// architecture flags: new_decoder_architecture reads num_kv_heads (and has
+/// two norms per block), multi_query means one, otherwise one per head.
+llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
+  pb::ModelSpec &s = out.spec;
+  s.set_family(pb::ModelSpec::FALCON);
+  int64_t v, h, l, nh, nkv = 0, npos = 2048;
+  TRY(f.integer("vocab_size", v));
+  TRY(f.integer("hidden_size", h));
+  TRY(f.integer("num_hidden_layers", l));
+  TRY(f.integer("num_attention_heads", nh));
+  TRY(f.optInteger("max_position_embeddings", npos));
+  bool newArch = false, multiQuery = true, parallel = true;
+  TRY(f.boolean("new_decoder_architecture", newArch));
+  TRY(f.boolean("multi_query", multiQuery));
+  TRY(f.boolean("parallel_attn", parallel));
+  nkv = newArch ? nh : multiQuery ? 1 : nh;
+  if (newArch) {
+    TRY(f.optInteger("num_kv_heads", nkv));
+  } else if (const llvm::json::Value *kv = f.take("num_kv_heads")) {
+    // Ignored by transformers unless new_decoder_architecture; it must not
+    // claim grouped heads the weights do not have.
+    if (!multiQuery && kv->getAsInteger() != nh)
+      return f.error("num_kv_heads", "must equal num_attention_heads without "
+                                     "new_decoder_architecture or multi_query");
+  }
+  if (!newArch && !parallel)
+    return f.error("parallel_attn", "unsupported value false (strata's Falcon runs "
+                                    "attention and the MLP in parallel)");
+  s.set_vocab_size(v), s.set_hidden(h), s.set_layers(l), s.set_heads(nh);
+  s.set_kv_heads(nkv), s.set_ffn(4 * h), s.set_norms_per_block(newArch ? 2 : 1);
+  s.set_seq_len(o.seqLen ? o.seqLen : npos);
+  out.passthrough["max_position_embeddings"] = npos;
+  TRY(f.only("alibi", false, "strata's Falcon uses rotary embeddings"));
+  TRY(f.only("bias", false, "strata's Falcon linears have no biases"));
+  TRY(f.only("apply_residual_connection_post_layernorm", false,
+             "strata adds the block input, not its norm, to the residual"));
+  TRY(f.only("rope_scaling", nullptr, "strata's rope op has no frequency scaling"));
+  double eps = 1e-5, theta = 10000, std = 0.02, drop = 0, attnDrop = 0;
+  TRY(f.number("layer_norm_epsilon", eps, 0, 1));
+  TRY(f.number("rope_theta", theta, 1, INFINITY));
+  TRY(f.number("initializer_range", std, 0, 1e9));
+  TRY(f.number("hidden_dropout", drop, 0, 1));
+  TRY(f.number("attention_dropout", attnDrop, 0, 1));
+  if (attnDrop != 0)
+    out.warnings.push_back(llvm::formatv("field \"attention_dropout\": {0} is not "
+                                         "modeled (strata has no dropout on attention "
+                                         "probabilities)", attnDrop));
+  s.set_norm_eps(eps), s.set_rope_theta(theta), s.set_init_std(std), s.set_dropout(drop);
+  bool tie = true;
+  TRY(f.boolean("tie_word_embeddings", tie));
+  s.set_tie_embeddings(tie);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Expected<HfModelConfig> parseHfConfig(const llvm::json::Object &config,
@@ -241,19 +297,23 @@ llvm::Expected<HfModelConfig> parseHfConfig(const llvm::json::Object &config,
   HfModelConfig out;
   const llvm::json::Value *type = f.take("model_type");
   if (!type || !type->getAsString())
-    return f.error("model_type", "missing (strata imports \"gpt2\", \"llama\" and \"mistral\")");
+    return f.error("model_type", "missing (strata imports \"gpt2\", \"llama\", "
+                                 "\"mistral\" and \"falcon\")");
   llvm::StringRef mt = *type->getAsString();
   const char *arch = mt == "gpt2"      ? "GPT2LMHeadModel"
                      : mt == "mistral" ? "MistralForCausalLM"
+                     : mt == "falcon"  ? "FalconForCausalLM"
                                        : "LlamaForCausalLM";
   if (mt == "gpt2") {
     TRY(readGpt2(f, out, options));
+  } else if (mt == "falcon") {
+    TRY(readFalcon(f, out, options));
   } else if (mt == "llama" || mt == "mistral") {
     TRY(readLlama(f, out, options, mt == "mistral"));
   } else {
     return f.error("model_type", "unsupported architecture \"" + mt +
-                                     "\" (strata imports \"gpt2\", \"llama\" and "
-                                     "\"mistral\")");
+                                     "\" (strata imports \"gpt2\", \"llama\", "
+                                     "\"mistral\" and \"falcon\")");
   }
   if (const llvm::json::Value *a = f.take("architectures"))
     if (*a != llvm::json::Array{arch})
@@ -274,10 +334,28 @@ llvm::Expected<HfModelConfig> parseHfConfig(const llvm::json::Object &config,
   return out;
 }
 
-llvm::json::Object makeHfConfig(const ModelConfig &c,
-                                const llvm::json::Object &passthrough) {
+llvm::Expected<llvm::json::Object>
+makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough) {
   llvm::json::Object j;
-  if (c.isGPT()) {
+  if (c.isFalcon()) {
+    bool newArch = c.normsPerBlock == 2;
+    if (!newArch && c.kvHeads != 1 && c.kvHeads != c.heads)
+      return fail("a Falcon with one norm per block and " + llvm::Twine(c.kvHeads) +
+                  " of " + llvm::Twine(c.heads) + " KV heads has no FalconConfig "
+                  "(grouped KV heads need new_decoder_architecture: norms_per_block 2)");
+    j = llvm::json::Object{
+        {"architectures", llvm::json::Array{"FalconForCausalLM"}},
+        {"model_type", "falcon"}, {"vocab_size", c.vocab},
+        {"hidden_size", c.hidden}, {"num_hidden_layers", c.layers},
+        {"num_attention_heads", c.heads}, {"num_kv_heads", c.kvHeads},
+        {"new_decoder_architecture", newArch},
+        {"multi_query", !newArch && c.kvHeads == 1 && c.heads > 1},
+        {"parallel_attn", true}, {"alibi", false}, {"bias", false},
+        {"max_position_embeddings", c.seq}, {"layer_norm_epsilon", c.normEps},
+        {"rope_theta", c.ropeTheta}, {"rope_scaling", nullptr},
+        {"hidden_dropout", c.dropout}, {"attention_dropout", 0.0},
+        {"initializer_range", c.initStd}};
+  } else if (c.isGPT()) {
     j = llvm::json::Object{
         {"architectures", llvm::json::Array{"GPT2LMHeadModel"}},
         {"model_type", "gpt2"}, {"vocab_size", c.vocab},

@@ -2,7 +2,7 @@
 //
 // Maps a transformers `config.json` (GPT-2: model_type "gpt2"; Llama 1/2/3
 // and CodeLlama: "llama"; Mistral: "mistral", a Llama with sliding-window
-// attention) to a strata ModelSpec, and a spec back to a
+// attention; Falcon: "falcon") to a strata ModelSpec, and a spec back to a
 // config.json that transformers' from_pretrained loads. Every key of the
 // config is either mapped, checked against the one value strata implements,
 // or on a short documented list of keys that do not change the model
@@ -48,8 +48,9 @@ llvm::Expected<HfModelConfig> parseHfConfig(const llvm::json::Object &config,
                                             llvm::StringRef path,
                                             const HfImportOptions &options);
 
-/// The config.json of `c` (with `passthrough` keys restored).
-llvm::json::Object makeHfConfig(const ModelConfig &c,
-                                const llvm::json::Object &passthrough);
+/// The config.json of `c` (with `passthrough` keys restored); fails for a
+/// model transformers has no config for.
+llvm::Expected<llvm::json::Object>
+makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough);
 
 } // namespace strata

@@ -28,13 +28,14 @@ enum class Layout {
   Transposed, // nn.Linear [out, in] vs strata [in, out]
   VocabRows,  // [V, H] vs strata [Vp, H] (padding rows)
   VocabColsT, // [V, H] vs strata [H, Vp] (transposed, padding columns)
+  FusedQkvT,  // Falcon's query_key_value [(nh + 2 nkv) D, H], see below
 };
 
 struct Rule {
   std::string strata, hf;
   Layout layout = Layout::Same;
   /// GPT-2's fused c_attn: this parameter is part `part` of `parts` equal
-  /// slices of the last dim.
+  /// slices of the last dim. FusedQkvT: part 0, 1, 2 is q, k, v.
   int part = 0, parts = 1;
 };
 
@@ -67,6 +68,28 @@ std::vector<Rule> rulesOf(const ModelConfig &c) {
     }
     add("ln_f.w", "transformer.ln_f.weight");
     add("ln_f.b", "transformer.ln_f.bias");
+  } else if (c.isFalcon()) {
+    add("wte", "transformer.word_embeddings.weight", Layout::VocabRows);
+    for (int64_t i = 0; i < c.layers; ++i) {
+      std::string s = "layers." + std::to_string(i) + ".";
+      std::string h = "transformer.h." + std::to_string(i) + ".";
+      std::string ln1 = c.normsPerBlock == 2 ? "ln_attn" : "input_layernorm";
+      add(s + "ln1.w", h + ln1 + ".weight");
+      add(s + "ln1.b", h + ln1 + ".bias");
+      if (c.normsPerBlock == 2) {
+        add(s + "ln2.w", h + "ln_mlp.weight");
+        add(s + "ln2.b", h + "ln_mlp.bias");
+      }
+      int part = 0;
+      for (const char *p : {"q", "k", "v"})
+        add(s + "attn." + p + ".w", h + "self_attention.query_key_value.weight",
+            Layout::FusedQkvT, part++, 3);
+      add(s + "attn.o.w", h + "self_attention.dense.weight", Layout::Transposed);
+      add(s + "mlp.fc1.w", h + "mlp.dense_h_to_4h.weight", Layout::Transposed);
+      add(s + "mlp.fc2.w", h + "mlp.dense_4h_to_h.weight", Layout::Transposed);
+    }
+    add("ln_f.w", "transformer.ln_f.weight");
+    add("ln_f.b", "transformer.ln_f.bias");
   } else {
     add("wte", "model.embed_tokens.weight", Layout::VocabRows);
     for (int64_t i = 0; i < c.layers; ++i) {
@@ -86,7 +109,8 @@ std::vector<Rule> rulesOf(const ModelConfig &c) {
 }
 
 /// The transformers shape of a parameter of strata shape `s`.
-Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, int64_t vocab) {
+Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c) {
+  int64_t vocab = c.vocab;
   switch (r.layout) {
   case Layout::Same: {
     Shape h(s.begin(), s.end());
@@ -96,6 +120,7 @@ Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, int64_t vocab) {
   case Layout::Transposed: return {s[1], s[0]};
   case Layout::VocabRows: return {vocab, s[1]};
   case Layout::VocabColsT: return {vocab, s[0]};
+  case Layout::FusedQkvT: return {(c.heads + 2 * c.kvHeads) * c.headDim, s[0]};
   }
   return {};
 }
@@ -104,7 +129,8 @@ Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, int64_t vocab) {
 /// rule `r` maps between a strata tensor of shape `s` and its transformers
 /// tensor (padding elements have no pair).
 template <typename Fn>
-void forEachPair(const Rule &r, llvm::ArrayRef<int64_t> s, int64_t vocab, Fn fn) {
+void forEachPair(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c, Fn fn) {
+  int64_t vocab = c.vocab;
   switch (r.layout) {
   case Layout::Same: {
     int64_t n = s.back(), rows = 1;
@@ -124,6 +150,22 @@ void forEachPair(const Rule &r, llvm::ArrayRef<int64_t> s, int64_t vocab, Fn fn)
     for (int64_t v = 0; v < vocab; ++v)
       for (int64_t h = 0; h < s[0]; ++h) fn(h * s[1] + v, v * s[0] + h);
     return;
+  case Layout::FusedQkvT: {
+    // Rows of query_key_value are [nkv][G + 2][D] with G = nh / nkv: kv
+    // group g holds its G query heads, then its key, then its value. This
+    // is new_decoder_architecture's layout, and also Falcon-7B's multi-query
+    // one (nkv = 1: all queries, k, v) and the multi-head one (nkv = nh:
+    // q, k, v per head).
+    int64_t D = c.headDim, G = c.heads / c.kvHeads, H = s[0], n = s[1] / D;
+    for (int64_t head = 0; head < n; ++head) {
+      int64_t g = r.part == 0 ? head / G : head;
+      int64_t slot = r.part == 0 ? head % G : G + r.part - 1;
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t i = 0; i < H; ++i)
+          fn(i * s[1] + head * D + d, ((g * (G + 2) + slot) * D + d) * H + i);
+    }
+    return;
+  }
   }
 }
 
@@ -153,8 +195,8 @@ importHfWeights(const ModelConfig &c, const SafetensorsModel &model) {
   if (rules.size() != types.size())
     return fail(llvm::formatv("internal: {0} import rules for {1} parameters",
                               rules.size(), types.size()).str());
-  // Checkpoints saved from the base model (GPT2Model, LlamaModel) lack the
-  // "transformer." / "model." prefix.
+  // Checkpoints saved from the base model (GPT2Model, LlamaModel,
+  // FalconModel) lack the "transformer." / "model." prefix.
   auto resolve = [&](const std::string &name) {
     if (model.contains(name)) return name;
     llvm::StringRef base = name;
@@ -174,7 +216,7 @@ importHfWeights(const ModelConfig &c, const SafetensorsModel &model) {
     if (!e)
       return fail(model.fileOf(name) + ": missing tensor '" + name + "' (config.json's " +
                   c.familyName() + " model needs it for " + r.strata + ")");
-    Shape want = hfShape(r, st.shape, c.vocab);
+    Shape want = hfShape(r, st.shape, c);
     if (e->shape != want)
       return fail(model.fileOf(name) + ": tensor '" + name + "' has shape " +
                   showShape(e->shape) + " but config.json implies " + showShape(want));
@@ -188,7 +230,7 @@ importHfWeights(const ModelConfig &c, const SafetensorsModel &model) {
     HostTensor p(st); // zeros: the padding stays zero
     float *dst = p.data<float>();
     const float *src = cached->second.data<float>();
-    forEachPair(r, st.shape, c.vocab, [&](int64_t i, int64_t j) { dst[i] = src[j]; });
+    forEachPair(r, st.shape, c, [&](int64_t i, int64_t j) { dst[i] = src[j]; });
     if (r.part == r.parts - 1) fused.erase(cached);
     out[r.strata] = std::move(p);
   }
@@ -233,10 +275,10 @@ exportHfWeights(const ModelConfig &c,
                   types[r.strata].str());
     auto [it, fresh] = index.try_emplace(r.hf, result.size());
     if (fresh)
-      result.push_back({r.hf, HostTensor(TensorType{DType::F32, hfShape(r, t.shape(), c.vocab)})});
+      result.push_back({r.hf, HostTensor(TensorType{DType::F32, hfShape(r, t.shape(), c)})});
     float *dst = result[it->second].tensor.data<float>();
     const float *src = t.data<float>();
-    forEachPair(r, t.shape(), c.vocab, [&](int64_t i, int64_t j) { dst[j] = src[i]; });
+    forEachPair(r, t.shape(), c, [&](int64_t i, int64_t j) { dst[j] = src[i]; });
   }
   return result;
 }

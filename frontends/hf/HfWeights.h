@@ -7,6 +7,8 @@
 //   - nn.Linear weights (Llama) are [out, in] and are transposed.
 //   - The embedding gains Megatron's zero padding rows [V, H] -> [Vp, H];
 //     an untied head [V, H] becomes lm_head.w [H, Vp] with zero columns.
+//   - Falcon's query_key_value [(nh + 2 nkv) D, H] is split into q, k, v
+//     by KV group ([nkv][nh/nkv + 2][D] rows) and transposed.
 //   - Llama's q/k: transformers stores them permuted for rotate_half
 //     (convert_llama_weights_to_hf.py), the form strata's rope uses, so they
 //     are copied (transposed) without a permutation.

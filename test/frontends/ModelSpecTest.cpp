@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "proto/model_spec.proto for the fields)"},
         BadSpec{"unknown enum value", "family: GTP\n",
                 "spec.textproto:1:9: error: unknown value 'GTP' for field "
-                "'family' (expected GPT or LLAMA)"},
+                "'family' (expected GPT or LLAMA or FALCON)"},
         BadSpec{"string for an integer",
                 std::string(kBase) + "micro_batch: \"8\"\n",
                 "spec.textproto:3:14: error: Expected integer, got: \"8\""},

@@ -93,7 +93,7 @@ TEST_P(HfGrad, LossAndEveryGradientMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Families, HfGrad,
                          ::testing::Values("gpt2", "gpt2_untied", "llama", "llama_tied",
-                                           "mistral"));
+                                           "mistral", "falcon", "falcon_new"));
 
 } // namespace
 } // namespace strata

@@ -81,6 +81,8 @@ def main():
     sharded = os.path.join(a.out, "sharded")
     hf_models.make_model("llama").save_pretrained(sharded, safe_serialization=True,
                                                   max_shard_size="100KB")
+    falcon = os.path.join(a.out, "falcon")
+    hf_models.make_model("falcon").save_pretrained(falcon, safe_serialization=True)
     n = [0]
 
     def case(base=good):
@@ -113,6 +115,14 @@ def main():
     d, o = case(sharded)
     edit_config(d, num_key_value_heads=3)
     expect_error(S, ["import-hf", d, "-o", o], ["config.json", "kv_heads"], o)
+
+    d, o = case(falcon)
+    edit_config(d, alibi=True)
+    expect_error(S, ["import-hf", d, "-o", o], ["field \"alibi\"", "rotary"], o)
+
+    d, o = case(falcon)
+    edit_config(d, parallel_attn=False)
+    expect_error(S, ["import-hf", d, "-o", o], ["field \"parallel_attn\"", "in parallel"], o)
 
     d, o = case()
     os.remove(os.path.join(d, "model.safetensors"))

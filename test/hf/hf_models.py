@@ -34,6 +34,20 @@ CASES = {
                                 num_hidden_layers=2, num_attention_heads=4,
                                 num_key_value_heads=2, max_position_embeddings=32,
                                 sliding_window=8, rope_theta=10000.0)),
+    # Falcon-7B layout: multi-query (one KV head), one LayerNorm per block.
+    "falcon": ("falcon", dict(vocab_size=300, hidden_size=64, num_hidden_layers=2,
+                              num_attention_heads=4, multi_query=True,
+                              new_decoder_architecture=False, parallel_attn=True,
+                              bias=False, alibi=False, max_position_embeddings=32,
+                              hidden_dropout=0.0, attention_dropout=0.0)),
+    # Falcon-40B layout: new_decoder_architecture, 2 KV groups, ln_attn and
+    # ln_mlp, untied head.
+    "falcon_new": ("falcon", dict(vocab_size=300, hidden_size=64, num_hidden_layers=2,
+                                  num_attention_heads=4, num_kv_heads=2,
+                                  new_decoder_architecture=True, bias=False, alibi=False,
+                                  max_position_embeddings=32, rope_theta=20000.0,
+                                  hidden_dropout=0.0, attention_dropout=0.0,
+                                  tie_word_embeddings=False)),
 }
 
 
@@ -43,6 +57,9 @@ def make_model(case, seed=0):
     if model_type == "gpt2":
         cfg = transformers.GPT2Config(**kwargs)
         model = transformers.GPT2LMHeadModel(cfg)
+    elif model_type == "falcon":
+        cfg = transformers.FalconConfig(attn_implementation="eager", **kwargs)
+        model = transformers.FalconForCausalLM(cfg)
     elif model_type == "mistral":
         cfg = transformers.MistralConfig(attn_implementation="eager", **kwargs)
         model = transformers.MistralForCausalLM(cfg)
@@ -55,7 +72,7 @@ def make_model(case, seed=0):
     return model.float().eval()
 
 
-def to_strata(model_type, named, layers, tied):
+def to_strata(model_type, named, layers, tied, falcon_cfg=None):
     """transformers tensors (name -> tensor, no padding) -> strata names and
     layouts (docs/models.md), for gradients."""
     out = {}
@@ -75,6 +92,30 @@ def to_strata(model_type, named, layers, tied):
             out[s + "ln2.w"], out[s + "ln2.b"] = t(h + "ln_2.weight"), t(h + "ln_2.bias")
             out[s + "mlp.fc1.w"], out[s + "mlp.fc1.b"] = t(h + "mlp.c_fc.weight"), t(h + "mlp.c_fc.bias")
             out[s + "mlp.fc2.w"], out[s + "mlp.fc2.b"] = t(h + "mlp.c_proj.weight"), t(h + "mlp.c_proj.bias")
+        out["ln_f.w"], out["ln_f.b"] = t("ln_f.weight"), t("ln_f.bias")
+    elif model_type == "falcon":
+        t = lambda n: named["transformer." + n]
+        cfg = falcon_cfg
+        nh, D = cfg.num_attention_heads, cfg.hidden_size // cfg.num_attention_heads
+        nkv = cfg.num_kv_heads if cfg.new_decoder_architecture else (1 if cfg.multi_query else nh)
+        G = nh // nkv
+        out["wte"] = t("word_embeddings.weight")
+        for i in range(layers):
+            h, s = "h.%d." % i, "layers.%d." % i
+            if cfg.new_decoder_architecture:
+                out[s + "ln1.w"], out[s + "ln1.b"] = t(h + "ln_attn.weight"), t(h + "ln_attn.bias")
+                out[s + "ln2.w"], out[s + "ln2.b"] = t(h + "ln_mlp.weight"), t(h + "ln_mlp.bias")
+            else:
+                out[s + "ln1.w"] = t(h + "input_layernorm.weight")
+                out[s + "ln1.b"] = t(h + "input_layernorm.bias")
+            # query_key_value rows: [kv group][G queries, key, value][D].
+            w = t(h + "self_attention.query_key_value.weight").reshape(nkv, G + 2, D, -1)
+            out[s + "attn.q.w"] = w[:, :G].reshape(nh * D, -1).T
+            out[s + "attn.k.w"] = w[:, G].reshape(nkv * D, -1).T
+            out[s + "attn.v.w"] = w[:, G + 1].reshape(nkv * D, -1).T
+            out[s + "attn.o.w"] = t(h + "self_attention.dense.weight").T
+            out[s + "mlp.fc1.w"] = t(h + "mlp.dense_h_to_4h.weight").T
+            out[s + "mlp.fc2.w"] = t(h + "mlp.dense_4h_to_h.weight").T
         out["ln_f.w"], out["ln_f.b"] = t("ln_f.weight"), t("ln_f.bias")
     else:
         t = lambda n: named["model." + n]

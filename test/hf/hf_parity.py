@@ -16,7 +16,9 @@
 4. `strata export-hf` (the "gpt2_untied" case in 20 KB shards) then
    from_pretrained: every tensor equals the original bit for bit, hence the
    logits too; import(export(x)) gives a byte-identical checkpoint.bin.
-5. For HfGradTest.cpp: an import without vocab padding and transformers'
+5. `strata verify` of the imported spec: tp 2 x pp 2 with --sp (pp 2 alone
+   for the single-KV-head Falcon; not GPT-2, see below).
+6. For HfGradTest.cpp: an import without vocab padding and transformers'
    loss and gradients (strata's names and layouts, hf_models.to_strata) on
    one batch, as a tensor archive in DIR/grads.
 Exits non-zero with the first failure.
@@ -147,6 +149,16 @@ def main():
         sys.exit("FAIL: import(export(x)) is not byte-identical to x")
     print("import(export(x)) == x, byte for byte")
 
+    # The imported spec trains in parallel like the serial run, tensor by
+    # tensor (strata verify): tp 2 x pp 2 with sequence parallelism. Not for
+    # GPT-2, whose key-bias gradient is zero in exact arithmetic (noise whose
+    # relative difference means nothing), nor tp for Falcon-7B's single KV
+    # head (strata's tp keeps whole KV heads per rank): pp 2 alone there.
+    if model_type != "gpt2":
+        par = ["--pp", "2", "--microbatches", "2"] if a.case == "falcon" else ["--tp", "2", "--pp", "2", "--sp"]
+        r = run([S, "verify", d("imported", "model.textproto")] + par)
+        print(" ".join(par) + ": " + r.stdout.strip().splitlines()[-1])
+
     # 5. Loss and gradients for HfGradTest (no padding: strata's loss then
     # is transformers' cross-entropy over the same vocabulary).
     run([S, "import-hf", d("hf"), "-o", d("unpadded"), "--vocab-multiple", "1"])
@@ -160,7 +172,7 @@ def main():
     if cfg.tie_word_embeddings:  # named_parameters lists the shared one once
         grads.setdefault("lm_head.weight", None)
     layers = getattr(cfg, "n_layer", None) or cfg.num_hidden_layers
-    mapped = hf_models.to_strata(model_type, grads, layers, cfg.tie_word_embeddings)
+    mapped = hf_models.to_strata(model_type, grads, layers, cfg.tie_word_embeddings, cfg)
     arch = {"tokens": tokens.to(torch.int32), "labels": labels.to(torch.int32),
             "loss": loss.detach()}
     arch.update({"grad." + k: v for k, v in mapped.items()})

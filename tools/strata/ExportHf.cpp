@@ -74,7 +74,9 @@ Error exportModel() {
     errs() << "strata export-hf: warning: " << ckptPath << ": dropout " << c.dropout
            << " is not expressible in a LlamaConfig (it has no residual dropout); "
               "the exported model is the same without it\n";
-  json::Value config(makeHfConfig(c, passthrough));
+  auto hfConfig = makeHfConfig(c, passthrough);
+  if (!hfConfig) return fail(ckptPath + ": " + toString(hfConfig.takeError()));
+  json::Value config(std::move(*hfConfig));
   if (Error e = writeDirectoryAtomically(outDir, [&](StringRef dir) -> Error {
         if (Error e = writeSafetensorsModel(dir, *weights, maxShard))
           return e;

@@ -110,7 +110,7 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
 
   os << "model "
      << (spec.name().empty() ? c.familyName() : StringRef(spec.name())) << '\n';
-  row("family", c.isGPT() ? "GPT" : "Llama");
+  row("family", c.isGPT() ? "GPT" : c.isFalcon() ? "Falcon" : "Llama");
   row("plan format", Twine(p.plan.format_version()) + " (strata " +
                          p.plan.strata_version() + ")");
   row("hidden", Twine(c.hidden));
