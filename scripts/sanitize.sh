@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds everything with AddressSanitizer + UBSan (STRATA_SANITIZE=ON) into
+# build-asan and runs the whole default test suite (ctest -LE gpu) under
+# them: a memory error, a leak or undefined behaviour fails its test. Prints
+# ctest's summary and each sanitizer report found in the test output.
+#   scripts/sanitize.sh [ctest args]
+# Environment: SANITIZE_JOBS (ninja -j, default 2), STRATA_BUILD_LOCK (a
+# file to flock around the build, on a shared machine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-asan
+if [ ! -f $build/build.ninja ]; then
+  cmake -S . -B $build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=ON >/dev/null
+fi
+# The Python references (STRATA_TEST_PYTHON) live in the default build's venv.
+[ -e $build/venv ] || ln -s ../build/venv $build/venv
+lock=()
+[ -n "${STRATA_BUILD_LOCK:-}" ] && lock=(flock "$STRATA_BUILD_LOCK")
+start=$SECONDS
+"${lock[@]}" ninja -C $build -j "${SANITIZE_JOBS:-2}"
+echo "sanitize: built in $((SECONDS - start)) s"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+log=$build/sanitize.log
+start=$SECONDS
+rc=0
+ctest --test-dir $build -LE gpu -j2 --output-on-failure "$@" >"$log" 2>&1 || rc=$?
+echo "sanitize: ctest ran in $((SECONDS - start)) s (log: $log)"
+grep -E "^(ERROR: AddressSanitizer|ERROR: LeakSanitizer|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer)|runtime error:" "$log" |
+  sort | uniq -c | sort -rn | head -40 || true
+sed -n '/tests passed/,$p' "$log"
+exit $rc
