@@ -17,6 +17,7 @@ packages=(
   clang-14 libfuzzer-14-dev libclang-rt-14-dev # fuzz targets (test/fuzz)
   python3 python3-numpy python3-torch  # independent references in tests
   python3-venv python3-sentencepiece
+  python3-protobuf                     # transformers' Llama tokenizer converter (test/text)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -129,6 +129,8 @@ TEST(HfTokenizerJson, Llama3Regex) { checkAgainstReference("llama3"); }
 TEST(HfTokenizerJson, Llama2ByteFallback) { checkAgainstReference("llama2"); }
 TEST(HfTokenizerJson, Llama2Metaspace) { checkAgainstReference("llama2_metaspace"); }
 TEST(HfTokenizerJson, Llama2UnkFused) { checkAgainstReference("llama2_unk"); }
+// transformers' LlamaTokenizerFast conversion of a SentencePiece model.
+TEST(HfTokenizerJson, Llama2Converted) { checkAgainstReference("llama2_converted"); }
 TEST(SentencePieceModel, BpeByteFallback) { checkAgainstReference("sp_bpe"); }
 TEST(SentencePieceModel, UnigramNfkc) { checkAgainstReference("sp_unigram"); }
 

@@ -89,6 +89,15 @@ def sentencepiece_style(files, out):
     return j
 
 
+def converted_llama(model, out):
+    """The tokenizer.json transformers' LlamaTokenizerFast makes from a
+    SentencePiece model, as Llama 2's own file was made."""
+    from transformers import LlamaTokenizerFast
+    tok = LlamaTokenizerFast(vocab_file=model, legacy=True, from_slow=True)
+    with open(out, "w", encoding="utf-8") as f:
+        f.write(tok.backend_tokenizer.to_str())
+
+
 def variant(base, out, **fields):
     """`base` (a tokenizer.json object) with top-level or model fields set."""
     j = copy.deepcopy(base)
@@ -187,6 +196,7 @@ def main():
                                  remove_extra_whitespaces=False)
     sp_unigram = sentencepiece_model(corpus, path("sp_unigram"),
                                      model_type="unigram")
+    converted_llama(sp_bpe, path("llama2_converted.json"))
 
     all_texts = texts(shakespeare)
     rng = random.Random(1234)
@@ -198,7 +208,8 @@ def main():
     for name, roundtrip, full in [
             ("gpt2", "all", True), ("gpt2_prefix", "none", False),
             ("llama3", "all", True), ("llama2", "plain", True),
-            ("llama2_metaspace", "none", False), ("llama2_unk", "none", False)]:
+            ("llama2_metaspace", "none", False), ("llama2_unk", "none", False),
+            ("llama2_converted", "plain", False)]:
         refs[name] = {"file": name + ".json", "roundtrip": roundtrip,
                       "cases": hf_cases(path(name + ".json"), all_texts, rng,
                                         full)}
