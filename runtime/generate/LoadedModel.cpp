@@ -39,6 +39,14 @@ LoadedModel::load(llvm::StringRef path) {
 
 llvm::Expected<std::unique_ptr<Decoder>>
 LoadedModel::makeDecoder(bool cached, int64_t slots, Device &device) const {
+  // Falcon blocks and Mistral's sliding window (docs/models.md) are not in
+  // the cached decoder's kernels; the graph decoder runs every model.
+  if (cached && (config.isFalcon() || config.slidingWindow > 0))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the key/value-cache decoder does not implement " +
+            std::string(config.isFalcon() ? "Falcon blocks" : "sliding-window attention") +
+            " (use --no-kv-cache, which runs the model's graph)");
   if (cached)
     return std::make_unique<CachedDecoder>(weights, slots);
   auto d = GraphDecoder::create(config, params, device, slots);
