@@ -7,7 +7,8 @@ CLIENTS concurrent clients x REQUESTS requests each, alternating Megatron
 `PUT /api`, OpenAI `POST /v1/completions` and its streamed form, each asking
 for TOKENS tokens. Prints p50/p99 latency (streamed: time to the last
 event; also time to the first token), generated tokens/s over the run,
-failed requests, and the server's RSS before and after (from /proc).
+failed requests, and the server's RSS before, halfway and after (from
+/proc).
 
 usage: bench/serve_load.py [--checkpoint CKPT] [--clients 16] [--requests 50]
 """
@@ -132,9 +133,18 @@ def main():
                     with lock:
                         results.append((i % 3, *r))
 
+            # RSS when half of the requests are done: with steady memory the
+            # second half adds nothing.
+            half = []
+
+            def watch():
+                while len(results) < a.clients * a.requests // 2:
+                    time.sleep(0.01)
+                half.append(rss_kib(server.pid))
+
             t0 = time.perf_counter()
             threads = [threading.Thread(target=client, args=(c,))
-                       for c in range(a.clients)]
+                       for c in range(a.clients)] + [threading.Thread(target=watch)]
             for t in threads:
                 t.start()
             for t in threads:
@@ -155,7 +165,8 @@ def main():
     print(f"generated {toks} tokens in {wall:.1f} s: {toks / wall:.0f} tokens/s, "
           f"{len(results) / wall:.1f} requests/s")
     print(f"failed requests: {failed}")
-    print(f"server RSS: {rss0 / 1024:.1f} MiB before, {rss1 / 1024:.1f} MiB after")
+    print(f"server RSS: {rss0 / 1024:.1f} MiB before, {half[0] / 1024:.1f} MiB at half "
+          f"the requests, {rss1 / 1024:.1f} MiB after")
     if failed:
         raise SystemExit(1)
 

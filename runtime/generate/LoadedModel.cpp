@@ -1,6 +1,8 @@
 //===- LoadedModel.cpp - A training checkpoint, ready to generate from ----===//
 #include "runtime/generate/LoadedModel.h"
 
+#include "runtime/data/TokenDataset.h"
+
 namespace strata::generate {
 
 llvm::Expected<std::unique_ptr<LoadedModel>>
@@ -16,18 +18,20 @@ LoadedModel::load(llvm::StringRef path) {
   m->checkpoint = std::move(*ckpt);
   const llvm::json::Value *specText = m->checkpoint.meta.get("spec");
   const llvm::json::Value *tok = m->checkpoint.meta.get("tokenizer");
-  if (!specText || !specText->getAsString() || !tok)
-    return bad("not a training checkpoint (its metadata has no model spec "
-               "or tokenizer; generate from a checkpoint.bin written by "
-               "`strata train`)");
+  if (!specText || !specText->getAsString())
+    return bad("not a model checkpoint (its metadata has no model spec; "
+               "generate from a checkpoint.bin written by `strata train` or "
+               "`strata import-hf`)");
   auto spec = parseModelSpec(*specText->getAsString(), path.str() + " (model spec)");
   if (!spec)
     return spec.takeError();
   m->config = resolveModelSpec(*spec);
-  auto tokenizer = Tokenizer::fromJSON(*tok);
-  if (!tokenizer)
-    return bad(llvm::toString(tokenizer.takeError()));
-  m->tokenizer.emplace(std::move(*tokenizer));
+  if (tok) {
+    auto tokenizer = Tokenizer::fromJSON(*tok);
+    if (!tokenizer)
+      return bad(llvm::toString(tokenizer.takeError()));
+    m->tokenizer.emplace(std::move(*tokenizer));
+  }
   for (const NamedTensor &t : m->checkpoint.tensors)
     m->params[t.name] = &t.tensor;
   auto weights = ModelWeights::bind(m->config, m->params);
@@ -35,6 +39,31 @@ LoadedModel::load(llvm::StringRef path) {
     return bad(llvm::toString(weights.takeError()));
   m->weights = std::move(*weights);
   return m;
+}
+
+llvm::Error LoadedModel::chooseTokenizer(llvm::StringRef flag,
+                                         llvm::StringRef path) {
+  auto err = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (flag.empty()) {
+    if (!tokenizer)
+      return err(path + ": error: the checkpoint stores no tokenizer (import-hf "
+                 "copies none): pass --tokenizer byte or a tokenizer.json / "
+                 "SentencePiece .model");
+    return llvm::Error::success();
+  }
+  if (flag == "char")
+    return err("--tokenizer char needs the training text; leave the flag out "
+               "to use the checkpoint's tokenizer");
+  auto t = makeTokenizer(flag, "");
+  if (!t)
+    return t.takeError();
+  if (t->vocabSize() > config.vocab)
+    return err("--tokenizer " + flag + " has " + llvm::Twine(t->vocabSize()) +
+               " tokens, more than the model's " + llvm::Twine(config.vocab));
+  tokenizer.emplace(std::move(*t));
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<Decoder>>

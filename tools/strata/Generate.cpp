@@ -10,7 +10,6 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuDevice.h"
-#include "runtime/data/TokenDataset.h"
 #include "runtime/generate/Engine.h"
 #include "runtime/generate/LoadedModel.h"
 #include "tools/strata/Flags.h"
@@ -105,18 +104,9 @@ int runGenerate() {
   if (auto e = checkGenerateFlags()) return reportError(std::move(e));
   auto model = LoadedModel::load(ckptPath);
   if (!model) return reportError(model.takeError());
-  if (given(tokenizerFlag)) {  // instead of the checkpoint's (docs/tokenizers.md)
-    if (tokenizerFlag == "char")
-      return reportError(usageError("--tokenizer char needs the training text; leave the flag "
-                                    "out to use the checkpoint's tokenizer"));
-    auto t = makeTokenizer(tokenizerFlag, "");
-    if (!t) return reportError(t.takeError());
-    if (t->vocabSize() > (*model)->config.vocab)
-      return reportError(usageError("--tokenizer " + tokenizerFlag + " has " +
-                                    Twine(t->vocabSize()) + " tokens, more than the model's " +
-                                    Twine((*model)->config.vocab)));
-    (*model)->tokenizer.emplace(std::move(*t));
-  }
+  // --tokenizer: instead of the checkpoint's (docs/tokenizers.md).
+  if (auto e = (*model)->chooseTokenizer(tokenizerFlag, ckptPath))
+    return reportError(std::move(e));
   const Tokenizer &tok = *(*model)->tokenizer;
   int64_t vocab = std::min((*model)->config.vocab, tok.vocabSize());
   for (int t : stopTokens)

@@ -40,6 +40,10 @@ cl::opt<std::string> host("host",
                           cl::desc("Address to listen on (default loopback only; the "
                                    "server has no authentication)"),
                           cl::init("127.0.0.1"), cl::sub(serveCmd), cl::cat(cat));
+cl::opt<std::string> tokenizerFlag("tokenizer",
+                                   cl::desc("byte, or a tokenizer.json / SentencePiece .model to "
+                                            "use instead of the checkpoint's tokenizer"),
+                                   cl::sub(serveCmd), cl::cat(cat));
 cl::opt<int64_t> maxBatch("max-batch", cl::desc("Sequences decoded together at most"),
                           cl::init(16), cl::sub(serveCmd), cl::cat(cat));
 cl::opt<int64_t> maxQueue("max-queue",
@@ -77,6 +81,8 @@ int runServe() {
 
   auto model = LoadedModel::load(ckptPath);
   if (!model) return reportError(model.takeError());
+  if (auto e = (*model)->chooseTokenizer(tokenizerFlag, ckptPath))
+    return reportError(std::move(e));
   CpuDevice device;
   auto decoder = (*model)->makeDecoder(/*cached=*/true, maxBatch, device);
   if (!decoder) return reportError(decoder.takeError());
