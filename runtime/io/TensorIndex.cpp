@@ -40,17 +40,25 @@ parseTensorEntry(const llvm::json::Value &v, uint64_t dataBytes,
       return fail("\"shape\" must hold non-negative integers");
     e.type.shape.push_back(*dim);
   }
-  // Byte size, refusing sizes past the data before they can overflow.
-  uint64_t bytes = 0;
-  if (!llvm::is_contained(e.type.shape, 0)) {
-    bytes = uint64_t(dtypeBytes(*dtype));
-    for (int64_t dim : e.type.shape) {
-      if (bytes > dataBytes / uint64_t(dim))
-        return fail("its shape needs more bytes than the " +
-                    llvm::Twine(dataBytes) + " data bytes (truncated file?)");
-      bytes *= uint64_t(dim);
-    }
+  // Byte size, refusing sizes past the data before they can overflow. A
+  // shape with a 0 holds no bytes, but its other dims must still multiply
+  // within 64 bits: element counts (TensorType::numElements) multiply them
+  // all (found by the checkpoint fuzzer).
+  bool empty = llvm::is_contained(e.type.shape, 0);
+  uint64_t limit = empty ? uint64_t(INT64_MAX) : dataBytes;
+  uint64_t bytes = uint64_t(dtypeBytes(*dtype));
+  for (int64_t dim : e.type.shape) {
+    if (dim == 0)
+      continue;
+    if (bytes > limit / uint64_t(dim))
+      return fail(empty ? llvm::Twine("its shape's dims multiply past 64 bits")
+                        : "its shape needs more bytes than the " +
+                              llvm::Twine(dataBytes) +
+                              " data bytes (truncated file?)");
+    bytes *= uint64_t(dim);
   }
+  if (empty)
+    bytes = 0;
 
   auto offset = obj->getInteger("offset");
   if (!offset || *offset < 0)
