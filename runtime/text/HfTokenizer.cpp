@@ -1,6 +1,8 @@
 //===- HfTokenizer.cpp - Hugging Face tokenizer.json BPE tokenizers -------===//
 #include "runtime/text/HfTokenizer.h"
 
+#include "runtime/text/HfJson.h"
+
 #include "runtime/text/Utf8.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -50,95 +52,6 @@ size_t leadingSpaceLength(llvm::StringRef s) {
 }
 } // namespace
 
-/// `json` with each escaped UTF-16 surrogate pair ("\\ud840\\udc00") written as
-/// the character's UTF-8 instead: LLVM 14's JSON parser decodes pairs past
-/// plane 1 wrongly (U+20000 as U+10000), and Python's json.dump escapes them.
-static std::string rawAstral(llvm::StringRef json) {
-  std::string out;
-  out.reserve(json.size());
-  auto hex4 = [&](size_t at, unsigned &v) {
-    return at + 4 <= json.size() && !json.substr(at, 4).getAsInteger(16, v);
-  };
-  for (size_t i = 0; i < json.size(); ++i) {
-    if (json[i] != '\\' || i + 1 == json.size()) {
-      out += json[i];
-      continue;
-    }
-    unsigned hi, lo;
-    if (json[i + 1] == 'u' && hex4(i + 2, hi) && hi >= 0xD800 && hi < 0xDC00 &&
-        json.substr(i + 6).startswith("\\u") && hex4(i + 8, lo) &&
-        lo >= 0xDC00 && lo < 0xE000) {
-      appendUtf8(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00), out);
-      i += 11;
-      continue;
-    }
-    out += json[i]; // an escape: copy it and the escaped character
-    out += json[++i];
-  }
-  return out;
-}
-
-/// Reads model.vocab and model.merges into a BpeModel.
-static llvm::Expected<BpeModel> parseModel(const Object &root) {
-  const Object *m = root.getObject("model");
-  if (!m)
-    return fieldError("model", "expected an object");
-  auto type = m->getString("type");
-  if (!type)
-    return fieldError("model.type", "missing string (strata reads BPE models)");
-  if (*type != "BPE")
-    return fieldError("model.type",
-                      "unsupported \"" + *type +
-                          "\" (strata supports BPE; see docs/tokenizers.md)");
-  if (auto d = m->getNumber("dropout"); d && *d > 0)
-    return fieldError("model.dropout", "BPE dropout is not supported (set it "
-                                       "to null for inference and training)");
-  for (const char *key : {"continuing_subword_prefix", "end_of_word_suffix"})
-    if (auto s = m->getString(key); s && !s->empty())
-      return fieldError((llvm::Twine("model.") + key).str(),
-                        "subword prefixes and suffixes are not supported");
-  const Object *vocabJson = m->getObject("vocab");
-  if (!vocabJson)
-    return fieldError("model.vocab", "expected an object of token -> id");
-  llvm::StringMap<int32_t> vocab;
-  for (const auto &[token, id] : *vocabJson) {
-    auto n = id.getAsInteger();
-    if (!n || *n < 0 || *n > INT32_MAX)
-      return fieldError("model.vocab", "token \"" + token.str() +
-                                           "\" needs a non-negative integer id");
-    vocab[token.str()] = int32_t(*n);
-  }
-  const Array *mergesJson = m->getArray("merges");
-  if (!mergesJson)
-    return fieldError("model.merges", "expected an array");
-  std::vector<std::pair<std::string, std::string>> merges;
-  merges.reserve(mergesJson->size());
-  for (size_t i = 0; i < mergesJson->size(); ++i) {
-    const Value &e = (*mergesJson)[i];
-    if (auto s = e.getAsString()) {
-      auto [a, b] = s->split(' ');
-      if (a.empty() || b.empty() || b.contains(' '))
-        return fieldError("model.merges[" + std::to_string(i) + "]",
-                          "expected \"left right\", got \"" + *s + "\"");
-      merges.emplace_back(a.str(), b.str());
-    } else if (const Array *p = e.getAsArray();
-               p && p->size() == 2 && (*p)[0].getAsString() &&
-               (*p)[1].getAsString()) {
-      merges.emplace_back((*p)[0].getAsString()->str(),
-                          (*p)[1].getAsString()->str());
-    } else {
-      return fieldError("model.merges[" + std::to_string(i) + "]",
-                        "expected \"left right\" or [\"left\", \"right\"]");
-    }
-  }
-  BpeModel::Options o;
-  if (auto unk = m->getString("unk_token"))
-    o.unkToken = unk->str();
-  o.fuseUnk = m->getBoolean("fuse_unk").getValueOr(false);
-  o.byteFallback = m->getBoolean("byte_fallback").getValueOr(false);
-  o.ignoreMerges = m->getBoolean("ignore_merges").getValueOr(false);
-  return BpeModel::create(std::move(vocab), merges, std::move(o));
-}
 
 llvm::Expected<std::unique_ptr<TextTokenizer>>
 HfTokenizer::fromJSON(llvm::StringRef content, llvm::StringRef name) {
@@ -153,7 +66,7 @@ HfTokenizer::fromJSON(llvm::StringRef content, llvm::StringRef name) {
   const Object *obj = root->getAsObject();
   if (!obj)
     return fail(fieldError("tokenizer.json", "expected a JSON object"));
-  auto model = parseModel(*obj);
+  auto model = parseBpeModel(*obj);
   if (!model)
     return fail(model.takeError());
   std::unique_ptr<HfTokenizer> t(new HfTokenizer(std::move(*model)));
