@@ -99,8 +99,8 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
       for (const RankMemory &m : a->memory.ranks)
         if (m.peak > o.memoryBudget)
           return err("pipeline rank " + llvm::Twine(m.rank) + " needs " +
-                     llvm::Twine(m.peak) + " bytes per device (at " + m.peakAt +
-                     "), over --memory-budget " + llvm::Twine(o.memoryBudget) +
+                     formatBytes(m.peak) + " per device (at " + m.peakAt +
+                     "), over --memory-budget " + formatBytes(o.memoryBudget) +
                      " (use --recompute auto to recompute blocks until it "
                      "fits, or add tp, sp or pp)");
     out.micro = std::move(a->micro);
@@ -145,10 +145,10 @@ compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
       else
         llvm::consumeError(more.takeError());
       if (add.empty())
-        return err("--memory-budget " + llvm::Twine(o.memoryBudget) +
-                   " bytes cannot be met: pipeline rank " +
-                   llvm::Twine(m.rank) + " needs " + llvm::Twine(m.peak) +
-                   " bytes per device with every one of its blocks "
+        return err("--memory-budget " + formatBytes(o.memoryBudget) +
+                   " cannot be met: pipeline rank " + llvm::Twine(m.rank) +
+                   " needs " + formatBytes(m.peak) +
+                   " per device with every one of its blocks "
                    "recomputed (raise the budget, or add tp, sp or pp)");
       chosen.append(add.begin(), add.end());
       changed = true;

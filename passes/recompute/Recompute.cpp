@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 
 namespace strata {
 
@@ -374,6 +376,19 @@ std::optional<int64_t> parseBytes(llvm::StringRef text) {
       return n * scale;
     }
   return std::nullopt;
+}
+
+std::string formatBytes(int64_t bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = double(bytes);
+  int u = 0;
+  while (std::abs(v) >= 1024 && u < 5)
+    v /= 1024, ++u;
+  if (u == 0)
+    return std::to_string(bytes) + " B";
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.2f %s", v, units[u]);
+  return buf;
 }
 
 namespace {

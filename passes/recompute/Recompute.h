@@ -114,4 +114,8 @@ std::unique_ptr<Pass> createRecomputePass(RecomputeOptions options);
 /// (`KB`, `MB`, `GB`, `TB`) or binary (`KiB`, `MiB`, `GiB`, `TiB`).
 std::optional<int64_t> parseBytes(llvm::StringRef text);
 
+/// Bytes in binary units, as every byte count strata prints: 1536 ->
+/// "1.50 KiB", 16e9 -> "14.90 GiB", 100 -> "100 B".
+std::string formatBytes(int64_t bytes);
+
 } // namespace strata

@@ -1,219 +1,174 @@
 //===- BadInputTest.cpp - strata on bad input: errors, no output ----------===//
 //
-// Each case runs the real binary in a fresh directory `$D` holding the case's
-// files, and checks: exit code 1, stderr starting with the located prefix
-// (`file:line:col: error:` where the input has lines), a fragment of the
-// message, and that `$D/out.plan` was not written.
+// Each row of BadInputCases.cpp runs the real binary in a fresh directory
+// holding the fixtures it names and the row's files, and checks: the exit
+// code (1), stderr's last line in strata's one form (`strata <verb>: error:
+// ...`), the row's fragment in stderr, and no output plan or temporary file
+// left behind. BadInputDocs renders every row with the exact
+// message into docs/bad-inputs.md and fails, with a diff, when the committed
+// file differs (STRATA_UPDATE_DOCS=1 rewrites it).
 //
 //===----------------------------------------------------------------------===//
+#include "BadInputCases.h"
 #include "RunStrata.h"
 
 #include "llvm/ADT/StringExtras.h"
+
+#include <cstdlib>
 
 using namespace strata::test;
 
 namespace {
 
-struct BadInput {
-  const char *name;
-  std::vector<std::pair<std::string, std::string>> files; // name -> contents()
-  std::vector<std::string> args; // `$D` = the case's directory
-  std::string prefix;            // stderr starts with this (`$D` expanded)
-  std::string fragment;          // and contains this
-};
+const char *kData = "First Citizen:\nBefore we proceed any further, hear me "
+                    "speak.\n\nAll:\nSpeak, speak.\n\n";
 
-std::string expand(std::string s, const std::string &dir) {
-  for (size_t at; (at = s.find("$D")) != std::string::npos;)
-    s.replace(at, 2, dir);
-  return s;
+std::string fixtureSpec() {
+  return std::string(kValidSpec) +
+         "training { steps: 2 eval_every: 0 }\ndata { path: \"data.txt\" }\n";
 }
 
-/// Bytes of a valid plan, compiled once.
-const std::string &validPlan() {
-  static const std::string bytes = [] {
-    TempDir dir;
-    RunResult r =
-        runStrata({"compile", example("gpt_tiny"), "-o", dir.path("ok.plan")});
-    EXPECT_EQ(r.rc, 0) << r.err;
-    return slurp(dir.path("ok.plan"));
-  }();
-  return bytes;
+std::string fixtureData() {
+  std::string text;
+  while (text.size() < 4096)
+    text += kData;
+  return text;
 }
 
-/// File contents: "@truncated-plan" and "@newer-plan" stand for a valid plan
-/// cut in half and one whose header claims format version 99.
+/// Bytes of a fixture made by strata itself, once per process: "ok.plan"
+/// (compiled from ok.textproto) or "checkpoint.bin" (after one step).
+const std::string &madeFixture(const std::string &name) {
+  static std::map<std::string, std::string> made;
+  if (auto it = made.find(name); it != made.end())
+    return it->second;
+  TempDir dir;
+  dir.write("ok.textproto", fixtureSpec());
+  dir.write("data.txt", fixtureData());
+  std::string d = dir.path("");
+  RunResult r =
+      name == "ok.plan"
+          ? runStrataIn(d, {"compile", "ok.textproto", "-o", "ok.plan"})
+          : runStrataIn(d, {"train", "ok.textproto", "--steps", "1",
+                            "--sample", "0", "--out", "run"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  return made[name] = slurp(dir.path(name == "ok.plan" ? "ok.plan"
+                                                        : "run/checkpoint.bin"));
+}
+
+/// A file's contents: text, or an "@..." fixture variant.
 std::string contents(const std::string &spec) {
-  if (spec == "@truncated-plan")
-    return validPlan().substr(0, validPlan().size() / 2);
+  if (spec == "@truncated-plan") {
+    const std::string &plan = madeFixture("ok.plan");
+    return plan.substr(0, plan.size() / 2);
+  }
   if (spec == "@newer-plan") {
-    std::string bytes = validPlan();
+    std::string bytes = madeFixture("ok.plan");
     bytes[8] = 99; // header format version (u32 little-endian at offset 8)
+    return bytes;
+  }
+  if (spec == "@truncated-checkpoint") {
+    const std::string &ckpt = madeFixture("checkpoint.bin");
+    return ckpt.substr(0, ckpt.size() / 2);
+  }
+  if (spec == "@corrupt-checkpoint") {
+    std::string bytes = madeFixture("checkpoint.bin");
+    bytes[bytes.size() - 100] ^= 0x40; // inside the last tensors' data
     return bytes;
   }
   return spec;
 }
 
-const char *kValidSpec = "family: GPT\nvocab_size: 65\nhidden: 64\nlayers: 2\n"
-                         "heads: 4\nseq_len: 16\n";
+struct CaseResult {
+  RunResult run;
+  bool wroteOutput = false;          // out.plan appeared
+  std::vector<std::string> leftover; // temporary files left behind
+};
 
-std::vector<BadInput> cases() {
-  std::string spec = kValidSpec;
-  std::vector<std::string> compileBad = {"compile", "$D/bad.textproto", "-o",
-                                         "$D/out.plan"};
-  return {
-      {"malformed_textproto",
-       {{"bad.textproto", "family: GPT {\n"}},
-       compileBad,
-       "$D/bad.textproto:1:13: error: ",
-       "Expected identifier"},
-      {"unknown_field",
-       {{"bad.textproto", spec + "hiden: 64\n"}},
-       compileBad,
-       "$D/bad.textproto:7:1: error: ",
-       "unknown field 'hiden' (did you mean 'hidden'?)"},
-      {"wrong_type",
-       {{"bad.textproto", spec + "micro_batch: \"four\"\n"}},
-       compileBad,
-       "$D/bad.textproto:7:14: error: ",
-       "Expected integer"},
-      {"negative_size",
-       {{"bad.textproto",
-         "family: GPT\nvocab_size: 65\nhidden: -64\nlayers: 2\n"
-         "heads: 4\nseq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto:3:1: error: ",
-       "hidden must be positive, got -64"},
-      {"zero_layers",
-       {{"bad.textproto", "family: GPT\nvocab_size: 65\nhidden: 64\nlayers: 0\n"
-                          "heads: 4\nseq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto:4:1: error: ",
-       "layers must be positive, got 0"},
-      {"heads_not_dividing_hidden",
-       {{"bad.textproto", "family: GPT\nvocab_size: 65\nhidden: 64\nlayers: 2\n"
-                          "heads: 5\nseq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto:5:1: error: ",
-       "heads (5) must divide hidden (64)"},
-      {"kv_heads_not_dividing_heads",
-       {{"bad.textproto",
-         "family: LLAMA\nvocab_size: 65\nhidden: 64\nlayers: 2\n"
-         "heads: 4\nkv_heads: 3\nseq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto:6:1: error: ",
-       "kv_heads (3) must divide heads (4)"},
-      {"odd_head_dim_for_rope",
-       {{"bad.textproto",
-         "family: LLAMA\nvocab_size: 65\nhidden: 36\nlayers: 2\n"
-         "heads: 4\nseq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto:5:1: error: ",
-       "head_dim = hidden / heads = 9 must be even"},
-      {"missing_family",
-       {{"bad.textproto", "vocab_size: 65\nhidden: 64\nlayers: 2\nheads: 4\n"
-                          "seq_len: 16\n"}},
-       compileBad,
-       "$D/bad.textproto: error: ",
-       "missing required field 'family'"},
-      {"missing_file",
-       {},
-       compileBad,
-       "$D/bad.textproto: error: ",
-       "cannot read model spec: No such file or directory"},
-      {"directory_instead_of_file",
-       {{"dir.textproto/x", ""}},
-       {"compile", "$D/dir.textproto", "-o", "$D/out.plan"},
-       "$D/dir.textproto: error: ",
-       "Is a directory"},
-      {"truncated_plan",
-       {{"t.plan", "@truncated-plan"}},
-       {"inspect", "$D/t.plan"},
-       "$D/t.plan: error: truncated plan",
-       "recompile it"},
-      {"garbage_plan",
-       {{"g.plan", "\x7f"
-                   "ELF garbage garbage garbage"}},
-       {"inspect", "$D/g.plan"},
-       "$D/g.plan: error: not a strata plan",
-       "STRATAPL"},
-      {"newer_version_plan",
-       {{"n.plan", "@newer-plan"}},
-       {"inspect", "$D/n.plan"},
-       "$D/n.plan: error: plan format version 99 is newer than this strata "
-       "reads (1; ",
-       "recompile the plan"},
-      {"bad_cli_flag",
-       {{"ok.textproto", spec}},
-       {"compile", "$D/ok.textproto", "-o", "$D/out.plan", "--frobnicate"},
-       "strata: Unknown command line argument '--frobnicate'",
-       ""},
-      {"missing_output_flag",
-       {{"ok.textproto", spec}},
-       {"compile", "$D/ok.textproto"},
-       "strata: for the -o option: must be "
-       "specified at least once!",
-       ""},
-      {"no_verb", {}, {}, "strata: error: no verb given", "strata --help"},
-      {"unknown_verb",
-       {},
-       {"frobnicate"},
-       "strata: Unknown command line argument 'frobnicate'",
-       ""},
-      {"exclusive_inspect_modes",
-       {},
-       {"inspect", example("gpt_tiny"), "--ir", "--dot"},
-       "strata inspect: error: --ir, --json and --dot are exclusive",
-       ""},
-      {"output_dir_missing",
-       {{"ok.textproto", spec}},
-       {"compile", "$D/ok.textproto", "-o", "$D/nodir/out.plan"},
-       "$D/nodir/out.plan: error: cannot write plan",
-       ""},
-      {"output_is_a_directory",
-       {{"ok.textproto", spec}, {"out.plan/x", ""}},
-       {"compile", "$D/ok.textproto", "-o", "$D/out.plan"},
-       "$D/out.plan: error: cannot write plan",
-       ""},
-  };
-}
-
-class BadInputTest : public ::testing::TestWithParam<BadInput> {};
-
-TEST_P(BadInputTest, FailsCleanly) {
-  const BadInput &c = GetParam();
+/// Runs one row in a fresh directory; paths in its output are relative to it.
+CaseResult runCase(const BadInput &c) {
   TempDir dir;
   std::string d = dir.path("");
-  d.pop_back(); // no trailing '/'
+  auto uses = [&](llvm::StringRef f) { return llvm::is_contained(c.args, f); };
+  if (uses("ok.textproto") || uses("ok.plan"))
+    dir.write("ok.textproto", fixtureSpec());
+  if (uses("ok.textproto") || uses("ok.plan") || uses("checkpoint.bin"))
+    dir.write("data.txt", fixtureData());
+  for (const char *made : {"ok.plan", "checkpoint.bin"})
+    if (uses(made))
+      dir.write(made, madeFixture(made));
   for (const auto &[name, content] : c.files) {
     llvm::StringRef parent = llvm::StringRef(name).rsplit('/').first;
     if (parent != name)
       llvm::sys::fs::create_directories(dir.path(parent));
     dir.write(name, contents(content));
   }
-  bool outputWasDir = llvm::sys::fs::is_directory(dir.path("out.plan"));
-  std::vector<std::string> args;
-  for (const std::string &a : c.args)
-    args.push_back(expand(a, d));
-
-  RunResult r = runStrata(args);
-  EXPECT_EQ(r.rc, 1) << r.err;
-  std::string prefix = expand(c.prefix, d);
-  EXPECT_TRUE(llvm::StringRef(r.err).startswith(prefix))
-      << "stderr: " << r.err << "\nwanted prefix: " << prefix;
-  EXPECT_NE(r.err.find(expand(c.fragment, d)), std::string::npos)
-      << "stderr: " << r.err << "\nwanted fragment: " << c.fragment;
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  if (!outputWasDir) {
-    EXPECT_FALSE(llvm::sys::fs::exists(dir.path("out.plan")));
+  bool outputWasThere = llvm::sys::fs::exists(dir.path("out.plan"));
+  CaseResult r;
+  r.run = runStrataIn(d, c.args);
+  r.wroteOutput = !outputWasThere && llvm::sys::fs::exists(dir.path("out.plan"));
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(d, ec), end;
+       it != end && !ec; it.increment(ec))
+    if (llvm::StringRef(it->path()).contains(".tmp"))
+      r.leftover.push_back(it->path());
+  // Paths relative to the case's directory, which is "." itself.
+  std::string bare = d.substr(0, d.size() - 1);
+  for (std::string *s : {&r.run.out, &r.run.err}) {
+    for (size_t at; (at = s->find(d)) != std::string::npos;)
+      s->erase(at, d.size());
+    for (size_t at; (at = s->find(bare)) != std::string::npos;)
+      s->replace(at, bare.size(), ".");
   }
-  // No temporary plan left behind either.
-  for (const std::string &e : dir.entries())
-    EXPECT_EQ(e.find(".tmp-"), std::string::npos) << e;
+  return r;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, BadInputTest, ::testing::ValuesIn(cases()),
+std::string commandLine(const BadInput &c) {
+  std::string s = "strata";
+  for (const std::string &a : c.args)
+    s += " " + (a.find(' ') == std::string::npos && !a.empty()
+                    ? a
+                    : "'" + a + "'");
+  return s;
+}
+
+/// The verbs `strata help` lists.
+const std::vector<std::string> &verbs() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    llvm::SmallVector<llvm::StringRef, 32> lines;
+    llvm::StringRef(runStrata({"help"}).out).split(lines, '\n');
+    for (llvm::StringRef l : lines)
+      if (l.startswith("  ") && l.contains(" - ") && !l.ltrim().startswith("-"))
+        out.push_back(l.ltrim().split(' ').first.str());
+    return out;
+  }();
+  return names;
+}
+
+class BadInputTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputTest, FailsCleanly) {
+  const BadInput &c = GetParam();
+  CaseResult r = runCase(c);
+  EXPECT_EQ(r.run.rc, c.rc) << r.run.err;
+  std::string tool = !c.args.empty() && llvm::is_contained(verbs(), c.args[0])
+                         ? "strata " + c.args[0]
+                         : "strata";
+  llvm::StringRef err = llvm::StringRef(r.run.err).rtrim('\n');
+  llvm::StringRef last = err.rsplit('\n').second.empty()
+                             ? err
+                             : err.rsplit('\n').second;
+  EXPECT_TRUE(last.startswith(tool + ": error: "))
+      << "stderr: " << r.run.err << "\nwanted prefix: " << tool << ": error: ";
+  EXPECT_NE(r.run.err.find(c.fragment), std::string::npos)
+      << "stderr: " << r.run.err << "\nwanted fragment: " << c.fragment;
+  EXPECT_FALSE(r.wroteOutput);
+  EXPECT_TRUE(r.leftover.empty()) << r.leftover.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadInputTest, ::testing::ValuesIn(badInputs()),
                          [](const ::testing::TestParamInfo<BadInput> &info) {
-                           return std::string(info.param.name);
+                           return info.param.name;
                          });
 
 TEST(BadInput, FailedCompileKeepsTheOldPlan) {
@@ -223,6 +178,78 @@ TEST(BadInput, FailedCompileKeepsTheOldPlan) {
   RunResult r = runStrata({"compile", spec, "-o", out});
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(slurp(out), "previous plan");
+}
+
+/// Markdown table cell text: `|` escaped, lines joined with <br>.
+std::string cell(llvm::StringRef text) {
+  std::string out;
+  for (char ch : text.rtrim('\n')) {
+    if (ch == '|')
+      out += "\\|";
+    else if (ch == '\n')
+      out += "<br>";
+    else if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else
+      out += ch;
+  }
+  return out;
+}
+
+std::string renderDocs() {
+  std::string md =
+      "# Bad inputs strata refuses\n\n"
+      "Each row is a test (`Cli/BadInputTest.FailsCleanly/<case>` in "
+      "test/cli/BadInputTest.cpp, rows in test/cli/BadInputCases.cpp): the "
+      "command runs in a directory holding the files it names, exits with "
+      "code 1, writes nothing, and prints exactly the message shown. The "
+      "fixtures: `ok.textproto` (a valid 2-layer GPT spec whose data.path is "
+      "`data.txt`), `data.txt` (4 KiB of text), `ok.plan` (compiled from the "
+      "spec) and `checkpoint.bin` (after one training step); the other files "
+      "are the row's own (see the test).\n\n"
+      "This file is generated; after changing a message, regenerate it with\n\n"
+      "    STRATA_UPDATE_DOCS=1 build/test/cli/cli_test "
+      "--gtest_filter='BadInputDocs.*'\n";
+  std::string group;
+  for (const BadInput &c : badInputs()) {
+    if (c.group != group) {
+      group = c.group;
+      md += "\n## " + group + "\n\n| bad input | command | message |\n"
+            "|---|---|---|\n";
+    }
+    CaseResult r = runCase(c);
+    std::string what = c.name;
+    std::replace(what.begin(), what.end(), '_', ' ');
+    md += "| " + what + " | `" + cell(commandLine(c)) + "` | " +
+          cell(r.run.err) + " |\n";
+  }
+  return md;
+}
+
+TEST(BadInputDocs, TableIsUpToDate) {
+  std::string path = std::string(STRATA_SOURCE_DIR) + "/docs/bad-inputs.md";
+  std::string generated = renderDocs();
+  if (const char *update = std::getenv("STRATA_UPDATE_DOCS");
+      update && std::string(update) == "1") {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    ASSERT_FALSE(ec) << path << ": " << ec.message();
+    os << generated;
+    return;
+  }
+  std::string committed = slurp(path);
+  if (committed == generated)
+    return;
+  TempDir dir;
+  std::string fresh = dir.write("bad-inputs.md", generated);
+  RunResult diff = runProgram("/usr/bin/diff", {"diff", "-u", path, fresh});
+  ADD_FAILURE() << path
+                << " is out of date with the messages strata prints:\n"
+                << diff.out
+                << "\nregenerate it: STRATA_UPDATE_DOCS=1 "
+                   "build/test/cli/cli_test --gtest_filter='BadInputDocs.*'";
 }
 
 } // namespace

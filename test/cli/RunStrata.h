@@ -25,19 +25,19 @@ inline std::string slurp(llvm::StringRef path) {
   return buf ? (*buf)->getBuffer().str() : std::string();
 }
 
-/// Runs `strata args...`, capturing stdout and stderr.
-inline RunResult runStrata(const std::vector<std::string> &args) {
+/// Runs `program` with `argv` (argv[0] included), capturing stdout and
+/// stderr.
+inline RunResult runProgram(llvm::StringRef program,
+                            const std::vector<std::string> &args) {
   llvm::SmallString<128> outPath, errPath;
   llvm::sys::fs::createTemporaryFile("strata-out", "txt", outPath);
   llvm::sys::fs::createTemporaryFile("strata-err", "txt", errPath);
-  std::vector<llvm::StringRef> argv = {STRATA_BIN};
-  for (const std::string &a : args)
-    argv.push_back(a);
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, outPath.str(),
-                                                 errPath.str()};
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"),
+                                                 outPath.str(), errPath.str()};
   RunResult r;
   std::string msg;
-  r.rc = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None, redirects,
+  r.rc = llvm::sys::ExecuteAndWait(program, argv, llvm::None, redirects,
                                    /*SecondsToWait=*/120, 0, &msg);
   EXPECT_TRUE(msg.empty()) << msg;
   r.out = slurp(outPath);
@@ -45,6 +45,22 @@ inline RunResult runStrata(const std::vector<std::string> &args) {
   llvm::sys::fs::remove(outPath);
   llvm::sys::fs::remove(errPath);
   return r;
+}
+
+/// Runs `strata args...`, capturing stdout and stderr.
+inline RunResult runStrata(const std::vector<std::string> &args) {
+  std::vector<std::string> argv = {STRATA_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runProgram(STRATA_BIN, argv);
+}
+
+/// Runs `strata args...` in the working directory `cwd`.
+inline RunResult runStrataIn(const std::string &cwd,
+                             const std::vector<std::string> &args) {
+  std::vector<std::string> argv = {"sh", "-c", "cd \"$0\" && exec \"$@\"",
+                                   cwd, STRATA_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return runProgram("/bin/sh", argv);
 }
 
 /// A fresh temporary directory, removed with the object.

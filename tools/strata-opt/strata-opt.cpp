@@ -26,7 +26,9 @@ static cl::opt<std::string> outputFile("o", cl::init("-"),
                                        cl::desc("Output file (default stdout)"),
                                        cl::value_desc("file"), cl::cat(optCategory));
 static cl::opt<std::string> passPipeline(
-    "passes", cl::desc("Pass pipeline, e.g. 'dce' or 'spmd{tp=2,dp=2},dce'"),
+    "passes",
+    cl::desc("Pass pipeline, e.g. 'dce' or "
+             "'megatron-seeds{tp=2,dp=2},spmd,dce' (--list-passes names them)"),
     cl::value_desc("pipeline"), cl::cat(optCategory));
 static cl::opt<std::string> printIrAfter(
     "print-ir-after", cl::desc("Print the IR to stderr after this pass (or 'all')"),

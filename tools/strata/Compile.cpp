@@ -11,6 +11,7 @@
 #include "frontends/Models.h"
 #include "proto/PlanFile.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/PipelineInspect.h"
 #include "tools/strata/PipelineProto.h"
 #include "tools/strata/Verb.h"
@@ -45,7 +46,7 @@ cl::opt<int64_t> microbatches(
     "microbatches",
     cl::desc("Microbatches per optimizer step and data-parallel rank "
              "(default: the spec's training.grad_accum)"),
-    cl::init(0), cl::sub(compileCmd), cl::cat(cat));
+    cl::sub(compileCmd), cl::cat(cat));
 cl::opt<std::string> schedule("schedule",
                               cl::desc("gpipe, 1f1b or interleaved:V"),
                               cl::init("1f1b"), cl::sub(compileCmd),
@@ -57,9 +58,9 @@ cl::opt<std::string>
                   cl::init("none"), cl::sub(compileCmd), cl::cat(cat));
 cl::opt<std::string> memoryBudget(
     "memory-budget",
-    cl::desc("Peak bytes per device (e.g. 40GB, 512MiB): --recompute auto "
-             "recomputes blocks until it fits; otherwise a plan over it is "
-             "an error"),
+    cl::desc("Peak bytes per device: 16GiB or 512MiB (powers of 1024), 16GB "
+             "(10^9 bytes each), or bytes; --recompute auto recomputes "
+             "blocks until it fits, otherwise a plan over it is an error"),
     cl::sub(compileCmd), cl::cat(cat));
 cl::list<int64_t> layersPerStage(
     "layers-per-stage", cl::CommaSeparated,
@@ -83,45 +84,47 @@ cl::opt<bool> noFusion(
     cl::desc("Keep every op unfused (no generated kernels in the plan)"),
     cl::sub(compileCmd), cl::cat(cat));
 
-Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata compile: error: " + msg);
-}
+Error usage(const Twine &msg) { return usageError(msg); }
 
 Expected<ParallelCompileOptions> parallelOptions(const pb::ModelSpec &spec) {
+  if (Error e = checkFlags({
+          atLeast(tp, 1, "1 is no tensor parallelism"),
+          atLeast(dp, 1, "1 is no data parallelism"),
+          atLeast(pp, 1, "1 is no pipeline"),
+          atLeast(microbatches, 1,
+                  "microbatches per optimizer step; leave the flag out for "
+                  "the spec's training.grad_accum"),
+          oneOf(recomputeMode, {"none", "selective", "full", "auto"}),
+          oneOf(savedState, {"strata", "megatron"},
+                "whose activation accounting the memory plan uses"),
+      }))
+    return std::move(e);
   ParallelCompileOptions o;
-  if (tp < 1 || dp < 1 || pp < 1)
-    return usage("--tp, --dp and --pp must be >= 1");
   o.tp = tp;
   o.dp = dp;
   o.pp = pp;
   o.sp = sp;
-  o.microbatches =
-      microbatches ? int64_t(microbatches) : spec.training().grad_accum();
-  if (o.microbatches < 1)
-    return usage("--microbatches must be >= 1");
+  o.microbatches = given(microbatches) ? int64_t(microbatches)
+                                       : spec.training().grad_accum();
   auto sched = parseScheduleSpec(schedule);
   if (!sched)
-    return usage(toString(sched.takeError()));
+    return usage("--schedule: " + toString(sched.takeError()));
   o.schedule = *sched;
-  auto mode = parseRecomputeMode(recomputeMode);
-  if (!mode)
-    return usage("--recompute must be none, selective, full or auto (got '" +
-                 recomputeMode + "')");
-  o.recompute = *mode;
+  o.recompute = *parseRecomputeMode(recomputeMode);
   if (!memoryBudget.empty()) {
     auto bytes = parseBytes(memoryBudget);
     if (!bytes)
-      return usage("--memory-budget takes bytes such as 40GB or 512MiB (got '" +
-                   memoryBudget + "')");
+      return usage("--memory-budget takes a byte count such as 16GiB, 512MiB "
+                   "(powers of 1024), 16GB (powers of 1000) or 4096, got '" +
+                   memoryBudget + "'");
     o.memoryBudget = *bytes;
   }
+  if (o.pp > 1 || o.recompute != RecomputeMode::None)
+    if (Error e = checkPipelineFlags(o.schedule, o.pp, o.microbatches,
+                                     spec.layers()))
+      return std::move(e);
   o.layersPerStage.assign(layersPerStage.begin(), layersPerStage.end());
-  auto model = parseSavedStateModel(savedState);
-  if (!model)
-    return usage("--saved-state must be strata or megatron (got '" +
-                 savedState + "')");
-  o.savedState = *model;
+  o.savedState = *parseSavedStateModel(savedState);
   const pb::Training &t = spec.training();
   o.optimizer.beta1 = t.beta1();
   o.optimizer.beta2 = t.beta2();
@@ -134,6 +137,8 @@ Expected<ParallelCompileOptions> parallelOptions(const pb::ModelSpec &spec) {
 }
 
 int runCompile() {
+  if (Error e = checkIsSpecFile(specPath))
+    return reportError(std::move(e));
   auto spec = loadModelSpec(specPath);
   if (!spec)
     return reportError(spec.takeError());
@@ -145,6 +150,7 @@ int runCompile() {
     reportError(plan.takeError());
     return kExitInternalError;
   }
+  plan->set_spec_dir(specDirectoryOf(specPath));
   auto compiled =
       compilePipeline(buildModelGraph(resolveModelSpec(*spec)), *options);
   if (!compiled)
@@ -163,7 +169,7 @@ int runCompile() {
   // A parallel or recomputing plan also says how it was cut and what each
   // device will hold.
   if (options->tp * options->dp * options->pp > 1 ||
-      options->recompute != RecomputeMode::None) {
+      options->recompute != RecomputeMode::None || options->memoryBudget >= 0) {
     outs() << compiled->pipeline.balanceReport;
     if (options->recompute != RecomputeMode::None) {
       outs() << "recompute " << recomputeModeName(options->recompute);
@@ -176,6 +182,9 @@ int runCompile() {
       }
       outs() << "\n";
     }
+    if (options->memoryBudget >= 0)
+      outs() << "memory budget " << memoryBudget << " = "
+             << formatBytes(options->memoryBudget) << " per device\n";
     outs() << "peak memory per device:";
     for (const RankMemory &m : compiled->memory.ranks)
       outs() << " rank " << m.rank << " " << formatBytes(m.peak) << " (at "

@@ -7,6 +7,8 @@
 #include "proto/GraphProto.h"
 #include "proto/PlanFile.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 namespace strata {
@@ -40,8 +42,57 @@ bool isSpecPath(llvm::StringRef path) {
   return ext == ".textproto" || ext == ".txtpb" || ext == ".pbtxt";
 }
 
+bool isCheckpointFile(llvm::StringRef path) {
+  auto head = llvm::MemoryBuffer::getFileSlice(path, 8, 0);
+  return head && (*head)->getBuffer() == "STRATACK"; // runtime/io/Checkpoint.h
+}
+
+std::string specDirectoryOf(llvm::StringRef specPath) {
+  llvm::SmallString<256> p(specPath);
+  llvm::sys::fs::make_absolute(p);
+  llvm::sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+  return std::string(llvm::sys::path::parent_path(p));
+}
+
+std::string resolveDataPath(const LoadedPlan &p) {
+  llvm::SmallString<256> path(p.plan.model().data().path());
+  if (llvm::sys::path::is_relative(path) && !p.specDir.empty()) {
+    llvm::SmallString<256> dir(p.specDir);
+    llvm::sys::path::append(dir, path);
+    llvm::sys::path::remove_dots(dir, /*remove_dot_dot=*/true);
+    path = dir;
+  }
+  return std::string(path);
+}
+
+/// The error for a checkpoint given where a spec or plan is read.
+static llvm::Error checkpointNotAccepted(llvm::StringRef path,
+                                         llvm::StringRef wanted) {
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      path + ": error: this is a training checkpoint, not " + wanted +
+          " (`strata inspect " + path + "` summarizes it, `strata generate " +
+          path + "` samples from it, `strata train SPEC --out DIR --resume` "
+          "continues it)");
+}
+
+llvm::Error checkIsSpecFile(llvm::StringRef path) {
+  if (isCheckpointFile(path))
+    return checkpointNotAccepted(path, "a model spec");
+  auto head = llvm::MemoryBuffer::getFileSlice(path, kPlanHeaderSize, 0);
+  if (head && hasPlanMagic((*head)->getBuffer()))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        path + ": error: this is a compiled plan, not a model spec (inspect, "
+               "train and verify take the plan as it is; compile reads the "
+               ".textproto it came from)");
+  return llvm::Error::success();
+}
+
 llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
   LoadedPlan out;
+  if (isCheckpointFile(path))
+    return checkpointNotAccepted(path, "a model spec or a plan");
   if (isSpecPath(path)) {
     auto spec = loadModelSpec(path);
     if (!spec)
@@ -50,6 +101,7 @@ llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
     if (!plan)
       return plan.takeError();
     out.plan = std::move(*plan);
+    out.plan.set_spec_dir(specDirectoryOf(path));
   } else {
     auto plan = readPlanFile(path);
     if (!plan)
@@ -69,6 +121,7 @@ llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
         path + ": error: invalid plan graph: " + toString(std::move(e)));
   out.graph = std::move(*graph);
   out.config = resolveModelSpec(out.plan.model());
+  out.specDir = out.plan.spec_dir();
   return out;
 }
 

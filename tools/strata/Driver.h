@@ -27,13 +27,31 @@ struct LoadedPlan {
   pb::Plan plan;
   Graph graph;
   ModelConfig config;
+  /// The absolute directory of the spec (the plan's spec_dir; empty for a
+  /// plan older than that field).
+  std::string specDir;
 };
+
+/// True if `path` starts with a training checkpoint's magic (STRATACK).
+bool isCheckpointFile(llvm::StringRef path);
+
+/// Refuses a checkpoint or a plan given where a model spec is read, saying
+/// what the file is and which verbs read it.
+llvm::Error checkIsSpecFile(llvm::StringRef path);
+
+/// The absolute directory of the file `specPath`.
+std::string specDirectoryOf(llvm::StringRef specPath);
+
+/// The spec's data.path, a relative one joined to the spec's directory.
+std::string resolveDataPath(const LoadedPlan &p);
 
 /// True if `path` names a model spec (.textproto, .txtpb, .pbtxt) rather than
 /// a plan file.
 bool isSpecPath(llvm::StringRef path);
 
-/// Loads a plan file, or compiles a spec in memory.
+/// Loads a plan file, or compiles a spec in memory (recording its directory
+/// as a compiled plan does). A checkpoint is refused with a pointer to the
+/// verbs that read checkpoints.
 llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path);
 
 /// 124439808 -> "124,439,808".

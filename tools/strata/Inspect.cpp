@@ -1,6 +1,7 @@
 //===- Inspect.cpp - `strata inspect (FILE.plan|SPEC)` --------------------===//
 //
-// Prints what a plan (or a spec, compiled in memory) contains: a summary
+// Prints what a plan (or a spec, compiled in memory) contains (a training
+// checkpoint is summarized as one, CheckpointInspect.h): a summary
 // table by default, or the IR text (--ir), a JSON summary (--json) or a
 // Graphviz drawing of the graph (--dot); for the compiled training step
 // (PipelineInspect.h) the stage programs (--programs), the memory per device
@@ -9,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "ir/IRText.h"
+#include "tools/strata/CheckpointInspect.h"
 #include "tools/strata/CollectiveInspect.h"
 #include "tools/strata/Dot.h"
 #include "tools/strata/Driver.h"
@@ -19,7 +21,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -29,10 +30,10 @@ namespace {
 
 cl::SubCommand
     inspectCmd("inspect",
-               "Summarize a plan or a model spec (params, FLOPs, graph)");
+               "Summarize a plan, a model spec or a checkpoint (params, FLOPs, graph)");
 
 cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                               cl::desc("<plan file or model spec .textproto>"),
+                               cl::desc("<plan file, model spec .textproto or checkpoint>"),
                                cl::sub(inspectCmd), cl::cat(strataCategory()));
 cl::opt<bool> printIR("ir", cl::desc("Print the logical graph as IR text"),
                       cl::sub(inspectCmd), cl::cat(strataCategory()));
@@ -221,41 +222,46 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
 }
 
 int runInspect() {
+  bool pipelineView = printPrograms_ || printMemory || printCollectives_ ||
+                      printKernels_ || !kernelSource.empty() ||
+                      !scheduleSvg.empty();
   if (int(printIR) + int(printJson) + int(printDot) + int(printPrograms_) +
           int(printMemory) + int(printCollectives_) + int(printKernels_) +
           int(!kernelSource.empty()) + int(!scheduleSvg.empty()) >
       1) {
-    WithColor::error(errs(), "strata inspect")
-        << "--ir, --json and --dot are exclusive with each other and with "
-           "--programs, --memory, --collectives, --kernels, --kernel-source and "
-           "--schedule (pick one)\n";
-    return kExitUserError;
+    return reportError(
+        "--ir, --json and --dot are exclusive with each other and with "
+        "--programs, --memory, --collectives, --kernels, --kernel-source and "
+        "--schedule (pick one)");
+  }
+  if (isCheckpointFile(inputPath)) {
+    if (pipelineView || printIR || printJson || printDot)
+      return reportError(inputPath +
+                         ": a training checkpoint has no graph or compiled step "
+                         "(--ir, --json, --dot and the plan views read a plan "
+                         "or a spec; plain `strata inspect` summarizes a "
+                         "checkpoint)");
+    if (Error e = printCheckpointSummary(outs(), inputPath))
+      return reportError(std::move(e));
+    return kExitOk;
   }
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
     return reportError(loaded.takeError());
-  bool pipelineView = printPrograms_ || printMemory || printCollectives_ ||
-                      printKernels_ || !kernelSource.empty() ||
-                      !scheduleSvg.empty();
-  if (pipelineView && !loaded->plan.has_pipeline()) {
-    WithColor::error(errs(), "strata inspect")
-        << inputPath
-        << " has no compiled training step (--programs, --memory, "
-           "--collectives, --kernels, --kernel-source and --schedule read a plan from `strata compile SPEC "
-           "[--tp T --pp P ...] -o PLAN`)\n";
-    return kExitUserError;
-  }
+  if (pipelineView && !loaded->plan.has_pipeline())
+    return reportError(
+        inputPath + " has no compiled training step (--programs, --memory, "
+                    "--collectives, --kernels, --kernel-source and --schedule "
+                    "read a plan from `strata compile SPEC [--tp T --pp P "
+                    "...] -o PLAN`)");
   if (printPrograms_) {
     if (Error e = printPrograms(outs(), loaded->plan))
       return reportError(std::move(e));
   } else if (printKernels_) {
     printKernels(outs(), loaded->plan);
   } else if (!kernelSource.empty()) {
-    if (Error e = printKernelSource(outs(), loaded->plan, kernelSource)) {
-      WithColor::error(errs(), "strata inspect")
-          << inputPath << ": " << toString(std::move(e)) << '\n';
-      return kExitUserError;
-    }
+    if (Error e = printKernelSource(outs(), loaded->plan, kernelSource))
+      return reportError(inputPath + ": " + toString(std::move(e)));
   } else if (printCollectives_) {
     if (Error e = printCollectives(outs(), loaded->plan))
       return reportError(std::move(e));

@@ -64,16 +64,6 @@ std::string parallelSummary(const pb::Plan &plan) {
   return s + ", " + c.schedule() + ", " + std::to_string(c.microbatches()) +
          " microbatches, recompute " + c.recompute();
 }
-std::string formatBytes(int64_t bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4)
-    v /= 1024, ++u;
-  if (u == 0)
-    return std::to_string(bytes) + " B";
-  return fixed(v, 2) + " " + units[u];
-}
 
 llvm::Error printPrograms(llvm::raw_ostream &os, const pb::Plan &plan) {
   for (const pb::PipelineStage &s : plan.pipeline().stages()) {

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/recompute/Recompute.h" // formatBytes
 #include "proto/strata.pb.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -36,8 +37,5 @@ std::string stageLabel(const pb::Plan &plan, const pb::PipelineStage &s,
 std::string stagesOf(const pb::Plan &plan, int64_t r);
 /// "tp=2 dp=2 pp=1, 1f1b, 8 microbatches, recompute none".
 std::string parallelSummary(const pb::Plan &plan);
-
-/// 1536 -> "1.50 KiB".
-std::string formatBytes(int64_t bytes);
 
 } // namespace strata

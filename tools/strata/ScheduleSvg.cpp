@@ -1,5 +1,4 @@
-//===- ScheduleSvg.cpp - Pipeline schedule timelines as SVG
-//----------------===//
+//===- ScheduleSvg.cpp - Pipeline schedule timelines as SVG ---------------===//
 #include "tools/strata/ScheduleSvg.h"
 
 #include "llvm/Support/Format.h"
@@ -28,6 +27,50 @@ std::string escape(llvm::StringRef s) {
   }
   return out;
 }
+
+/// A legend entry: a swatch (or the message arrow) and its text.
+struct LegendItem {
+  std::string fill; // empty: the send -> recv arrow
+  std::string text;
+  double x = 0, y = 0;
+};
+
+/// Width of `text` at 12px Helvetica, from above: 0.6 em per character is
+/// wider than any lower-case letter but 'm' and 'w'.
+double textWidth(llvm::StringRef text) { return 7.2 * double(text.size()); }
+
+/// Places the legend items in rows from (x0, y0), wrapping before `right`;
+/// returns the y of the last row.
+double layoutLegend(std::vector<LegendItem> &items, double x0, double y0,
+                    double right) {
+  double x = x0, y = y0;
+  for (LegendItem &item : items) {
+    double w = (item.fill.empty() ? 30 : 19) + textWidth(item.text);
+    if (x > x0 && x + w > right)
+      x = x0, y += 22;
+    item.x = x;
+    item.y = y;
+    x += w + 16;
+  }
+  return y;
+}
+
+std::vector<LegendItem> legendItems(const Schedule &s) {
+  std::vector<LegendItem> items;
+  int64_t V = s.spec.virtualStages;
+  for (int64_t c = 0; c < V && c < 4; ++c)
+    items.push_back({kForward[c], V > 1 ? "forward, chunk " +
+                                              std::to_string(c)
+                                        : "forward"});
+  for (int64_t c = 0; c < V && c < 4; ++c)
+    items.push_back({kBackward[c], V > 1 ? "backward, chunk " +
+                                               std::to_string(c)
+                                         : "backward"});
+  items.push_back({kOptimizer, "optimizer step"});
+  items.push_back({"#e6e6e6", "idle (bubble)"});
+  items.push_back({"", "send -> recv"});
+  return items;
+}
 } // namespace
 
 void writeScheduleSvg(llvm::raw_ostream &os, const Schedule &s,
@@ -39,9 +82,14 @@ void writeScheduleSvg(llvm::raw_ostream &os, const Schedule &s,
     for (const Timeline::Slot &slot : rank)
       end = std::max(end, slot.end);
   const double unit = std::clamp(1100.0 / std::max(end, 1e-9), 10.0, 64.0);
-  const double width = left + end * unit + right;
+  // Wide enough for the title and subtitle (bold 16px, 13px text).
+  const double width =
+      std::max({left + end * unit + right,
+                left + 1.15 * textWidth(title) * 16 / 12 + right,
+                left + textWidth(subtitle) * 13 / 12 + right, 480.0});
   const double legendY = top + double(s.pp) * (rowH + gap) + 8;
-  const double height = legendY + 40;
+  std::vector<LegendItem> legend = legendItems(s);
+  const double height = layoutLegend(legend, left, legendY, width - right) + 32;
   auto x = [&](double time) { return left + time * unit; };
   auto y = [&](int64_t r) { return top + double(r) * (rowH + gap); };
 
@@ -115,31 +163,20 @@ void writeScheduleSvg(llvm::raw_ostream &os, const Schedule &s,
                        x(from.second->end), y0, x(it->second.second->start),
                        y1);
   }
-  // Legend.
-  double lx = left;
-  auto legend = [&](const char *fill, const char *text) {
-    os << llvm::format("<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"14\" "
-                       "fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" "
-                       "font-size=\"12\">%s</text>\n",
-                       lx, legendY, fill, lx + 19, legendY + 11, text);
-    lx += 30 + 6.5 * double(std::string(text).size());
-  };
-  int64_t V = s.spec.virtualStages;
-  for (int64_t c = 0; c < V && c < 4; ++c)
-    legend(kForward[c],
-           V > 1 ? ("forward, chunk " + std::to_string(c)).c_str() : "forward");
-  for (int64_t c = 0; c < V && c < 4; ++c)
-    legend(kBackward[c], V > 1
-                             ? ("backward, chunk " + std::to_string(c)).c_str()
-                             : "backward");
-  legend(kOptimizer, "optimizer step");
-  legend("#e6e6e6", "idle (bubble)");
-  os << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
-                     "stroke=\"#555\" marker-end=\"url(#arrow)\"/>"
-                     "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">send -&gt; "
-                     "recv</text>\n",
-                     lx, legendY + 7, lx + 24, legendY + 7, lx + 30,
-                     legendY + 11);
+  for (const LegendItem &item : legend) {
+    if (item.fill.empty())
+      os << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" "
+                         "y2=\"%.0f\" stroke=\"#555\" "
+                         "marker-end=\"url(#arrow)\"/>",
+                         item.x, item.y + 7, item.x + 24, item.y + 7);
+    else
+      os << llvm::format("<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" "
+                         "height=\"14\" fill=\"%s\"/>",
+                         item.x, item.y, item.fill.c_str());
+    os << llvm::format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">",
+                       item.x + (item.fill.empty() ? 30 : 19), item.y + 11)
+       << escape(item.text) << "</text>\n";
+  }
   os << "</svg>\n";
 }
 

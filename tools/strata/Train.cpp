@@ -5,12 +5,15 @@
 // pipelined on tp*dp*pp in-process devices (--pp, --microbatches,
 // --schedule, --recompute; runtime/parallel/PipelineTrainer.h): the
 // spec's training and data sections, overridden by flags, drive
-// runtime/train/TrainingRun. Relative data paths in a spec are resolved
-// against the spec's directory.
+// runtime/train/TrainingRun. A relative data.path is resolved against the
+// directory of the spec (for a plan: of the spec it was compiled from, which
+// the plan records), whatever the current directory. Flags are checked
+// (Flags.h) before any file is read.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/train/TrainingRun.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/PipelineProto.h"
 #include "tools/strata/Verb.h"
 
@@ -44,42 +47,61 @@ cl::opt<std::string> outDir("out", cl::desc("Run directory: metrics.jsonl, check
                             cl::value_desc("dir"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
                      cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> steps("steps", cl::desc("Optimizer steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<double> lr("lr", cl::desc("Peak learning rate"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<double> minLr("min-lr", cl::desc("Final learning rate"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> warmup("warmup", cl::desc("Warmup steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> decayIters("decay-iters", cl::desc("Cosine decay steps"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> batch("batch", cl::desc("Sequences per microbatch"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> seq("seq", cl::desc("Sequence length"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> gradAccum("grad-accum", cl::desc("Microbatches per step"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> evalEvery("eval-every", cl::desc("Steps between validation evaluations (0: never)"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+// Flags without a cl::init default to the spec's value (given() tells them
+// apart); the others have a default of their own, shown by --help.
+cl::opt<int64_t> steps("steps", cl::desc("Optimizer steps (default: the spec's training.steps)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> lr("lr", cl::desc("Peak learning rate (default: the spec's training.lr)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> minLr("min-lr", cl::desc("Final learning rate (default: the spec's training.min_lr, else lr/10)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> warmup("warmup", cl::desc("Warmup steps (default: the spec's training.warmup)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> decayIters("decay-iters", cl::desc("Cosine decay steps, 0: --steps (default: the spec's training.decay_iters)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> batch("batch", cl::desc("Sequences per microbatch (default: the spec's micro_batch)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> seq("seq", cl::desc("Sequence length (default: the spec's seq_len)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> gradAccum("grad-accum", cl::desc("Microbatches per step (default: the spec's training.grad_accum)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> evalEvery("eval-every", cl::desc("Steps between validation evaluations, 0: never (default: the spec's training.eval_every)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> evalIters("eval-iters", cl::desc("Validation batches per evaluation"), cl::init(20), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> seed("seed", cl::desc("Seed of init, dropout and data order"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<double> dropout("dropout", cl::desc("Dropout probability"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> sample("sample", cl::desc("Characters of sample text to print at the end"), cl::init(300), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree (CPU devices: tp*dp)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> seed("seed", cl::desc("Seed of init, dropout and data order (default: the spec's training.seed)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<double> dropout("dropout", cl::desc("Dropout probability (default: the spec's dropout)"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> sample("sample", cl::desc("Characters of sample text to print at the end, 0: none"), cl::init(300), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree (CPU devices: tp*dp; default: a plan's, else 1)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree (default: a plan's, else 1)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> sp("sp", cl::desc("Sequence parallelism over tp (needs --tp 2 or more)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> distOpt("distributed-optimizer", cl::desc("Shard the AdamW state over dp (ZeRO-1)"), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> pp("pp", cl::desc("Pipeline stages (CPU devices: tp*dp*pp, in this process)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> microbatches("microbatches", cl::desc("Microbatches per step of the pipeline (sets --grad-accum)"), cl::init(-1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> pp("pp", cl::desc("Pipeline stages (CPU devices: tp*dp*pp, in this process; default: a plan's, else 1)"), cl::init(1), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> microbatches("microbatches", cl::desc("Microbatches per step of the pipeline, sets --grad-accum (default: a plan's, else the spec's training.grad_accum)"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> schedule("schedule", cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved:V"), cl::init("1f1b"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> recomputeMode("recompute", cl::desc("Activation recomputation: none, selective, full"), cl::init("none"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> noFusion("no-fusion", cl::desc("Run every op with the built-in kernels (no fused, generated kernels)"), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stderr is not a terminal"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> logEvery("log-every", cl::desc("Steps between progress lines when stdout is not a terminal (a terminal gets one line, redrawn every step)"), cl::init(10), cl::sub(trainCmd), cl::cat(cat));
 
-Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(), "strata train: error: " + msg);
+/// The ranges of the numeric and keyword flags.
+Error checkTrainFlags() {
+  const char *spec = "leave the flag out for the spec's value";
+  return checkFlags({
+      atLeast(steps, 1, "optimizer steps to train; leave the flag out for the spec's training.steps"),
+      inInterval(lr, 0, 1, Ends::OpenLow, "the peak learning rate of AdamW"),
+      inInterval(minLr, 0, 1, Ends::Closed, "the learning rate at the end of the cosine decay, at most --lr"),
+      atLeast(warmup, 0, spec),
+      atLeast(decayIters, 0, "0 decays over --steps"),
+      atLeast(batch, 1, "sequences per microbatch; leave the flag out for the spec's micro_batch"),
+      atLeast(seq, 1, "tokens per sequence; leave the flag out for the spec's seq_len"),
+      atLeast(gradAccum, 1, "microbatches accumulated per optimizer step"),
+      atLeast(evalEvery, 0, "0 never evaluates"),
+      atLeast(evalIters, 1, "validation batches averaged per evaluation"),
+      atLeast(seed, 0, spec),
+      inInterval(dropout, 0, 1, Ends::OpenHigh, "the probability of zeroing an activation"),
+      atLeast(sample, 0, "0 prints no sample"),
+      atLeast(tp, 1, "1 is no tensor parallelism"),
+      atLeast(dp, 1, "1 is no data parallelism"),
+      atLeast(pp, 1, "1 is no pipeline"),
+      atLeast(microbatches, 1, "microbatches per optimizer step"),
+      oneOf(tokenizer, {"char", "byte"}, "leave the flag out for the spec's data.tokenizer"),
+      oneOf(recomputeMode, {"none", "selective", "full"},
+            "auto needs a compiled plan: strata compile --recompute auto --memory-budget B"),
+      atLeast(logEvery, 1, "steps between progress lines"),
+  });
 }
 
-Error setPositive(const char *flag, int64_t v, function_ref<void(int64_t)> set, bool allowZero = false) {
-  if (v == -1) return Error::success();
-  if (v < 0 || (!allowZero && v == 0))
-    return usage("--" + Twine(flag) + " must be " + (allowZero ? ">= 0" : "> 0") +
-                 ", got " + Twine(v));
-  set(v);
-  return Error::success();
-}
+Error usage(const Twine &msg) { return usageError(msg); }
 
 /// A plan runs its own compiled programs (and their kernels) unless a flag
 /// or the job changes them; then its spec is compiled again, with a note.
@@ -97,7 +119,7 @@ Error usePlanPrograms(const pb::Plan &plan, RunOptions &o, int64_t stepMicrobatc
   if (std::getenv("WORLD_SIZE")) why = "a multi-process job compiles on every rank";
   if (!plan.pipeline().has_micro()) why = "the plan predates stored programs";
   if (why) {
-    errs() << "strata train: note: compiling the plan's spec again (" << why << ")\n";
+    reportNote("compiling the plan's spec again (" + Twine(why) + ")");
     return Error::success();
   }
   auto programs = loadPipeline(plan);
@@ -107,104 +129,118 @@ Error usePlanPrograms(const pb::Plan &plan, RunOptions &o, int64_t stepMicrobatc
   return Error::success();
 }
 
+/// Notes and warnings on flags whose effect is not what their name suggests.
+void explainFlags(const pb::ModelSpec &spec, const ParallelConfig &pc) {
+  if (given(seq) && seq != spec.seq_len())
+    reportNote("--seq " + Twine(int64_t(seq)) + " changes the model's seq_len " +
+               Twine(spec.seq_len()) + " -> " + Twine(int64_t(seq)) +
+               (spec.family() == pb::ModelSpec::GPT
+                    ? " (its learned position table wpe gets " + Twine(int64_t(seq)) +
+                          " rows, so checkpoints of the spec's model do not fit it)"
+                    : Twine(" (RoPE positions: no parameter changes)")));
+  if (given(distOpt) && pc.dp == 1)
+    reportWarning("--distributed-optimizer has no effect with --dp 1 (it shards the "
+                  "AdamW state over data-parallel ranks; add --dp 2 or more)");
+  if (given(schedule) && !pc.pipelined())
+    reportWarning("--schedule has no effect without --pp 2 or more (it orders the "
+                  "microbatches of a pipeline)");
+}
+
+/// The training text: --data, else the spec's data.path, relative to the
+/// directory of the spec (for a plan, of the spec it was compiled from).
+Expected<std::string> dataFile(const LoadedPlan &loaded) {
+  if (given(megatronData)) {  // RunOptions::dataBlend
+    if (given(dataPath))
+      return usage("--data and --data-path both name training data (give one: --data for "
+                   "a text file, --data-path for Megatron .bin/.idx prefixes)");
+    return std::string(megatronData);
+  }
+  if (given(split))
+    reportWarning("--split has no effect without --data-path (a --data text file "
+                  "splits 90/10)");
+  if (given(dataPath))
+    return std::string(dataPath);
+  const pb::Data &d = loaded.plan.model().data();
+  if (!d.has_path())
+    return usage("no training data: pass --data FILE or set data.path in the spec");
+  std::string p = resolveDataPath(loaded);
+  if (!sys::fs::exists(p))
+    return usage(p + ": the training data does not exist (data.path '" + d.path() +
+                 "' of the spec" +
+                 (sys::path::is_relative(d.path())
+                      ? ", relative to " + loaded.specDir
+                      : std::string()) +
+                 "; pass --data FILE)");
+  return p;
+}
+
 Expected<RunOptions> buildOptions() {
+  if (Error e = checkTrainFlags()) return std::move(e);
   auto loaded = loadPlanOrSpec(input);
   if (!loaded) return loaded.takeError();
   RunOptions o;
   o.spec = loaded->plan.model();
   pb::ModelSpec &s = o.spec;
   pb::Training &t = *s.mutable_training();
-  if (Error e = setPositive("steps", steps, [&](int64_t v) { t.set_steps(v); })) return e;
-  if (Error e = setPositive("warmup", warmup, [&](int64_t v) { t.set_warmup(v); }, true)) return e;
-  if (Error e = setPositive("decay-iters", decayIters, [&](int64_t v) { t.set_decay_iters(v); }, true)) return e;
-  if (Error e = setPositive("batch", batch, [&](int64_t v) { s.set_micro_batch(v); })) return e;
-  if (Error e = setPositive("seq", seq, [&](int64_t v) { s.set_seq_len(v); })) return e;
-  if (Error e = setPositive("grad-accum", gradAccum, [&](int64_t v) { t.set_grad_accum(v); })) return e;
-  if (Error e = setPositive("eval-every", evalEvery, [&](int64_t v) { t.set_eval_every(v); }, true)) return e;
-  if (Error e = setPositive("seed", seed, [&](int64_t v) { t.set_seed(v); }, true)) return e;
-  if (lr != -1) {
-    if (lr <= 0) return usage("--lr must be > 0");
+  if (given(steps)) t.set_steps(steps);
+  if (given(warmup)) t.set_warmup(warmup);
+  if (given(decayIters)) t.set_decay_iters(decayIters);
+  if (given(batch)) s.set_micro_batch(batch);
+  if (given(seq)) s.set_seq_len(seq);
+  if (given(gradAccum)) t.set_grad_accum(gradAccum);
+  if (given(evalEvery)) t.set_eval_every(evalEvery);
+  if (given(seed)) t.set_seed(seed);
+  if (given(lr)) {
     t.set_lr(lr);
-    if (minLr == -1 && !t.has_min_lr()) t.set_min_lr(lr / 10);
+    if (!given(minLr) && !t.has_min_lr()) t.set_min_lr(lr / 10);
   }
-  if (minLr != -1) {
-    if (minLr < 0) return usage("--min-lr must be >= 0");
-    t.set_min_lr(minLr);
-  }
+  if (given(minLr)) t.set_min_lr(minLr);
   if (t.min_lr() > t.lr())
-    return usage("min lr " + std::to_string(t.min_lr()) + " exceeds lr " + std::to_string(t.lr()));
-  if (dropout != -1) {
-    if (dropout < 0 || dropout >= 1) return usage("--dropout must be in [0, 1)");
-    s.set_dropout(dropout);
-  }
-  if (evalIters <= 0) return usage("--eval-iters must be > 0");
-  if (tp < 1 || dp < 1 || pp < 1) return usage("--tp, --dp and --pp must be >= 1");
+    return usage("the final learning rate " + formatNumber(t.min_lr()) +
+                 " exceeds the peak learning rate " + formatNumber(t.lr()) +
+                 " (lower --min-lr or raise --lr)");
+  if (given(dropout)) s.set_dropout(dropout);
   o.parallel = {tp, dp, sp, distOpt};
   o.parallel.pp = pp;
   auto sched = parseScheduleSpec(schedule);
   if (!sched) return usage("--schedule: " + toString(sched.takeError()));
   o.parallel.schedule = *sched;
-  auto mode = parseRecomputeMode(recomputeMode);
-  if (!mode || *mode == RecomputeMode::Auto)
-    return usage("--recompute must be none, selective or full (got '" + recomputeMode +
-                 "'; auto needs a compiled plan: strata compile --recompute auto "
-                 "--memory-budget B)");
-  o.parallel.recompute = *mode;
-  if (!isSpecPath(input) && !tp.getNumOccurrences() && !dp.getNumOccurrences() &&
-      !sp.getNumOccurrences() && !pp.getNumOccurrences()) {
+  o.parallel.recompute = *parseRecomputeMode(recomputeMode);
+  if (!isSpecPath(input) && !given(tp) && !given(dp) && !given(sp) && !given(pp)) {
     // the plan's layout unless flags choose one
     auto layout = planLayout(loaded->plan);
     if (!layout) return usage(toString(layout.takeError()));
     o.parallel = *layout;
     o.parallel.distributedOptimizer |= distOpt;
     if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0 &&
-        gradAccum == -1 && microbatches == -1)
+        !given(gradAccum) && !given(microbatches))
       t.set_grad_accum(loaded->plan.parallel().microbatches());
   }
-  if (microbatches != -1) {
-    if (microbatches < 1) return usage("--microbatches must be >= 1");
-    if (gradAccum != -1 && gradAccum != microbatches)
+  if (given(microbatches)) {
+    if (given(gradAccum) && gradAccum != microbatches)
       return usage("--microbatches " + Twine(int64_t(microbatches)) + " and --grad-accum " +
                    Twine(int64_t(gradAccum)) +
                    " disagree (a pipeline's microbatches are the step's gradient "
                    "accumulation; give one of them)");
     t.set_grad_accum(microbatches);
   }
-  if (o.parallel.pipelined()) {  // configuration errors before any file is touched
-    auto sched = buildSchedule(o.parallel.schedule, o.parallel.pp, t.grad_accum());
-    if (!sched) return usage(toString(sched.takeError()));
-    int64_t stages = sched->numStages();
-    if (s.layers() < stages)
-      return usage(Twine(stages) + " pipeline stages (pp=" + Twine(o.parallel.pp) + ", " +
-                   o.parallel.schedule.str() + ") need at least one block each, but the model has " +
-                   Twine(s.layers()) + " (lower --pp or the virtual stages)");
-  }
+  if (Error e = checkSequenceParallel(o.parallel.sp, o.parallel.tp)) return std::move(e);
+  explainFlags(loaded->plan.model(), o.parallel);
+  if (o.parallel.pipelined())  // configuration errors before any file is touched
+    if (Error e = checkPipelineFlags(o.parallel.schedule, o.parallel.pp, t.grad_accum(),
+                                     s.layers()))
+      return std::move(e);
   o.fusion = !noFusion;
   if (!isSpecPath(input))
     if (Error e = usePlanPrograms(loaded->plan, o, t.grad_accum())) return e;
-  if (!tokenizer.empty()) {
-    if (tokenizer == "char") s.mutable_data()->set_tokenizer(pb::Data::CHAR);
-    else if (tokenizer == "byte") s.mutable_data()->set_tokenizer(pb::Data::BYTE);
-    else return usage("--tokenizer must be char or byte, got '" + tokenizer + "'");
-  }
-  if (!megatronData.empty()) {  // RunOptions::dataBlend
-    if (!dataPath.empty())
-      return usage("--data and --data-path both name training data (give one: --data for "
-                   "a text file, --data-path for Megatron .bin/.idx prefixes)");
-    o.dataPath = o.dataBlend = megatronData;
+  if (given(tokenizer))
+    s.mutable_data()->set_tokenizer(tokenizer == "char" ? pb::Data::CHAR : pb::Data::BYTE);
+  auto data = dataFile(*loaded);
+  if (!data) return data.takeError();
+  o.dataPath = *data;
+  if (given(megatronData)) {
+    o.dataBlend = megatronData;
     o.split = split;
-  } else if (!dataPath.empty()) {
-    o.dataPath = dataPath;
-  } else if (s.data().has_path()) {
-    SmallString<256> p(s.data().path());
-    if (sys::path::is_relative(p) && isSpecPath(input)) {
-      SmallString<256> dir(sys::path::parent_path(input));
-      sys::path::append(dir, p);
-      p = dir;
-    }
-    o.dataPath = std::string(p);
-  } else {
-    return usage("no training data: pass --data FILE or set data.path in the spec");
   }
   o.outDir = outDir.empty() ? "out/" + (s.name().empty() ? std::string("run") : s.name())
                             : std::string(outDir);
@@ -212,7 +248,7 @@ Expected<RunOptions> buildOptions() {
   o.evalIters = evalIters;
   o.sampleTokens = sample;
   o.progressBar = isatty(STDOUT_FILENO);
-  o.logEvery = std::max<int64_t>(1, logEvery);
+  o.logEvery = logEvery;
   return o;
 }
 

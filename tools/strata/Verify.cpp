@@ -12,6 +12,7 @@
 #include "runtime/parallel/Verify.h"
 #include "runtime/train/TrainingRun.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -49,7 +50,7 @@ cl::opt<int64_t> microbatches(
     "microbatches",
     cl::desc("Microbatches per step (default: a plan's, else the spec's "
              "training.grad_accum); the serial run accumulates as many"),
-    cl::init(0), cl::sub(verifyCmd), cl::cat(cat));
+    cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<std::string>
     schedule("schedule",
              cl::desc("Pipeline schedule: gpipe, 1f1b, interleaved:V"),
@@ -69,29 +70,31 @@ cl::opt<bool> activations(
     cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<double> dropout("dropout",
                         cl::desc("Dropout probability (default: the spec's)"),
-                        cl::init(-1), cl::sub(verifyCmd), cl::cat(cat));
+                        cl::sub(verifyCmd), cl::cat(cat));
 
-Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata verify: error: " + msg);
-}
+Error usage(const Twine &msg) { return usageError(msg); }
 
 int runVerify() {
-  if (tp < 1 || dp < 1 || pp < 1)
-    return reportError(usage("--tp, --dp and --pp must be >= 1"));
-  if (microbatches < 0)
-    return reportError(usage("--microbatches must be >= 1"));
-  if (steps < 0)
-    return reportError(usage("--steps must be >= 0"));
-  if (tolerance <= 0)
-    return reportError(usage("--tolerance must be > 0"));
-  if (dropout != -1 && (dropout < 0 || dropout >= 1))
-    return reportError(usage("--dropout must be in [0, 1)"));
+  if (Error e = checkFlags({
+          atLeast(tp, 1, "1 is no tensor parallelism"),
+          atLeast(dp, 1, "1 is no data parallelism"),
+          atLeast(pp, 1, "1 is no pipeline"),
+          atLeast(microbatches, 1,
+                  "microbatches per step; leave the flag out for the plan's "
+                  "or the spec's training.grad_accum"),
+          oneOf(recomputeMode, {"none", "selective", "full"}),
+          atLeast(steps, 0, "0 compares the gradients of one microbatch only"),
+          inInterval(tolerance, 0, 1, Ends::OpenLow,
+                     "the largest normwise relative difference accepted"),
+          inInterval(dropout, 0, 1, Ends::OpenHigh,
+                     "the probability of zeroing an activation"),
+      }))
+    return reportError(std::move(e));
   auto loaded = loadPlanOrSpec(input);
   if (!loaded)
     return reportError(loaded.takeError());
   ModelConfig model = loaded->config;
-  if (dropout != -1)
+  if (given(dropout))
     model.dropout = dropout;
   VerifyOptions o;
   o.parallel = {tp, dp, sp, distOpt};
@@ -100,29 +103,28 @@ int runVerify() {
   if (!sched)
     return reportError(usage("--schedule: " + toString(sched.takeError())));
   o.parallel.schedule = *sched;
-  auto mode = parseRecomputeMode(recomputeMode);
-  if (!mode || *mode == RecomputeMode::Auto)
-    return reportError(usage("--recompute must be none, selective or full (got '" +
-                             recomputeMode + "')"));
-  o.parallel.recompute = *mode;
+  o.parallel.recompute = *parseRecomputeMode(recomputeMode);
   TrainOptions training = trainOptions(loaded->plan.model().training());
   // A plan's layout unless flags choose one.
-  if (!isSpecPath(input) && !tp.getNumOccurrences() &&
-      !dp.getNumOccurrences() && !sp.getNumOccurrences() &&
-      !pp.getNumOccurrences()) {
+  if (!isSpecPath(input) && !given(tp) && !given(dp) && !given(sp) &&
+      !given(pp)) {
     auto layout = planLayout(loaded->plan);
     if (!layout)
-      return reportError(createStringError(
-          inconvertibleErrorCode(),
-          input + ": error: " + toString(layout.takeError())));
+      return reportError(usage(input + ": " + toString(layout.takeError())));
     o.parallel = *layout;
     o.parallel.distributedOptimizer |= distOpt;
     if (o.parallel.pipelined() && loaded->plan.parallel().microbatches() > 0)
       training.gradAccum = loaded->plan.parallel().microbatches();
   }
-  if (microbatches > 0)
+  if (given(microbatches))
     training.gradAccum = microbatches;
   const ParallelConfig &pc = o.parallel;
+  if (Error e = checkSequenceParallel(pc.sp, pc.tp))
+    return reportError(std::move(e));
+  if (pc.pipelined())
+    if (Error e = checkPipelineFlags(pc.schedule, pc.pp, training.gradAccum,
+                                     model.layers))
+      return reportError(std::move(e));
   o.steps = steps;
   o.tolerance = tolerance;
   o.activations = activations;
@@ -138,13 +140,13 @@ int runVerify() {
   outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
          << " (" << pc.numDevices() << " CPU devices), " << steps
          << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
-         << "\n";
+         << " (tensors below " << format("%.0e", kVerifyZeroFloor)
+         << " of their group's largest element are numerically zero and "
+            "compared against that floor)\n";
   outs().flush();
   auto report = verifyParallel(model, training, o);
   if (!report)
-    return reportError(
-        createStringError(inconvertibleErrorCode(),
-                          input + ": error: " + toString(report.takeError())));
+    return reportError(usage(input + ": " + toString(report.takeError())));
   size_t width = 12, bad = 0;
   const TensorDiff *worst = nullptr;
   for (const TensorDiff &d : report->diffs) {
@@ -158,14 +160,15 @@ int runVerify() {
            << format("%9.2e", d.relDiff) << (d.ok ? "  ok" : "  DIVERGES")
            << "\n";
   if (const TensorDiff *first = report->firstFailure()) {
-    errs() << "strata verify: error: " << first->name
-           << " diverges: relative difference "
-           << format("%.2e", first->relDiff) << " > "
-           << format("%.0e", double(tolerance)) << " (" << bad << " of "
-           << report->diffs.size()
-           << " tensors beyond tolerance; the first in program order is the "
-              "one to look at)\n";
-    return kExitUserError;
+    std::string msg;
+    raw_string_ostream(msg)
+        << first->name << " diverges: relative difference "
+        << format("%.2e", first->relDiff) << " > "
+        << format("%.0e", double(tolerance)) << " (" << bad << " of "
+        << report->diffs.size()
+        << " tensors beyond tolerance; the first in program order is the one "
+           "to look at)";
+    return reportError(msg);
   }
   outs() << "OK: " << report->diffs.size() << " tensors match within "
          << format("%.0e", double(tolerance));
