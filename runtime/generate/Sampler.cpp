@@ -77,8 +77,23 @@ Sampler::Sampler(const SamplingParams &p, uint64_t index)
 int32_t Sampler::next(const float *logits, int64_t V) {
   if (p_.temperature == 0)
     return int32_t(std::max_element(logits, logits + V) - logits);
-  std::vector<TokenProb> dist = samplingDistribution(logits, V, p_);
   double u = std::uniform_real_distribution<double>(0, 1)(rng_);
+  if (p_.topK == 0 && p_.topP >= 1) {
+    // Temperature alone needs no order: draw over the ids as they are (no
+    // sort of a 50K vocabulary per token).
+    double mx = *std::max_element(logits, logits + V), sum = 0;
+    std::vector<double> w(static_cast<size_t>(V));
+    for (int64_t v = 0; v < V; ++v)
+      sum += w[size_t(v)] = std::exp((double(logits[v]) - mx) / p_.temperature);
+    u *= sum;
+    for (int64_t v = 0; v < V; ++v) {
+      if (u < w[size_t(v)])
+        return int32_t(v);
+      u -= w[size_t(v)];
+    }
+    return int32_t(V - 1); // rounding left u just above the total
+  }
+  std::vector<TokenProb> dist = samplingDistribution(logits, V, p_);
   for (const TokenProb &c : dist) {
     if (u < c.second)
       return c.first;

@@ -48,7 +48,9 @@ std::vector<TokenProb> samplingDistribution(const float *logits, int64_t V,
 double logSumExp(const float *logits, int64_t n);
 
 /// Draws tokens for one sequence; its generator is seeded by (seed, index)
-/// so each prompt of a batch has its own stream.
+/// so each prompt of a batch has its own stream. One uniform draw per token
+/// walks the distribution: most likely first with top-k or top-p, in id
+/// order with temperature alone.
 class Sampler {
 public:
   Sampler(const SamplingParams &p, uint64_t index);

@@ -93,20 +93,24 @@ TEST(Sampler, DistributionMatchesTheDefinitions) {
 
 TEST(Sampler, DrawsFollowTheDistribution) {
   std::vector<float> l = randomLogits(30, 9);
-  SamplingParams p{0.8, 10, 0.95, 1234};
-  auto ref = reference(l, p);
-  Sampler s(p, 0);
-  const int draws = 40000;
-  std::map<int32_t, int> count;
-  for (int i = 0; i < draws; ++i)
-    ++count[s.next(l.data(), 30)];
-  for (auto [id, c] : count)
-    ASSERT_TRUE(ref.count(id)) << "drew token " << id << " outside the kept set";
-  for (auto [id, prob] : ref) {
-    // Binomial count: within 5 standard deviations (fails ~1e-6 of seeds;
-    // the seed is fixed, so this is deterministic).
-    double sd = std::sqrt(draws * prob * (1 - prob));
-    EXPECT_NEAR(count[id], draws * prob, 5 * sd + 1) << "token " << id;
+  // Sorted (top-k, top-p) and unsorted (temperature alone) draws.
+  for (SamplingParams p : {SamplingParams{0.8, 10, 0.95, 1234},
+                           SamplingParams{1.5, 0, 1.0, 99}}) {
+    auto ref = reference(l, p);
+    Sampler s(p, 0);
+    const int draws = 40000;
+    std::map<int32_t, int> count;
+    for (int i = 0; i < draws; ++i)
+      ++count[s.next(l.data(), 30)];
+    for (auto [id, c] : count)
+      ASSERT_TRUE(ref.count(id)) << "drew token " << id << " outside the kept set";
+    for (auto [id, prob] : ref) {
+      // Binomial count: within 5 standard deviations (fails ~1e-6 of
+      // seeds; the seed is fixed, so this is deterministic).
+      double sd = std::sqrt(draws * prob * (1 - prob));
+      EXPECT_NEAR(count[id], draws * prob, 5 * sd + 1)
+          << "token " << id << " top-k " << p.topK;
+    }
   }
 }
 
