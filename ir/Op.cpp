@@ -204,7 +204,8 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
   }
   case OpKind::Reshape: {
     IntList shape = attrs.getInts("shape");
-    if (numElements(shape) != in[0].numElements())
+    std::optional<int64_t> count = checkedNumElements(shape);
+    if (!count || *count != in[0].numElements())
       return err("reshape from " + shapeStr(in[0].shape) + " to " +
                  shapeStr(shape) + " changes the element count");
     return Types{TensorType{in[0].dtype, Shape(shape.begin(), shape.end())}};

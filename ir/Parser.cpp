@@ -191,6 +191,7 @@ llvm::Error Parser::parseHeader() {
 llvm::Expected<TensorType> Parser::parseType(llvm::StringRef owner) {
   if (!tok_.is(TokKind::Ident)) return expected("a tensor type like f32[8,64]");
   TensorType t;
+  const char *typeLoc = tok_.loc;
   auto dt = parseDType(tok_.text);
   if (!dt)
     return errorAt(tok_.loc, owner + ": unknown dtype '" + tok_.text +
@@ -210,6 +211,10 @@ llvm::Expected<TensorType> Parser::parseType(llvm::StringRef owner) {
     t.shape.push_back(*n);
   } while (consumeIf(TokKind::Comma));
   if (auto e = expect(TokKind::RBracket, "]")) return e;
+  if (!t.isValid())
+    return errorAt(typeLoc, owner + ": type " + t.str() +
+                                " has more than 2^63 - 1 bytes (element "
+                                "counts and sizes must fit in 64 bits)");
   return t;
 }
 

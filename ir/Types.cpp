@@ -1,6 +1,7 @@
 //===- Types.cpp - DTypes, shapes and tensor types ------------------------===//
 #include "ir/Types.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 namespace strata {
@@ -49,6 +50,21 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   return n;
+}
+
+std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape,
+                                          int64_t elementBytes) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || (d && n > INT64_MAX / elementBytes / d)) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+bool TensorType::isValid() const {
+  return llvm::all_of(shape, [](int64_t d) { return d > 0; }) &&
+         checkedNumElements(shape, dtypeBytes(dtype));
 }
 
 std::string TensorType::str() const {

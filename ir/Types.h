@@ -31,6 +31,10 @@ using Shape = llvm::SmallVector<int64_t, 4>;
 
 /// Product of dims (1 for a scalar).
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
+/// Product of dims, or nullopt if a dim is negative or the product times
+/// `elementBytes` overflows int64 (numElements() would be undefined).
+std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape,
+                                          int64_t elementBytes = 1);
 
 /// A statically shaped tensor type, printed as `f32[8,64,128]` (`f32[]` for a scalar).
 struct TensorType {
@@ -45,6 +49,9 @@ struct TensorType {
   }
   bool operator!=(const TensorType &o) const { return !(*this == o); }
   std::string str() const;
+  /// Whether every dim is positive and bytes() fits in int64: what the
+  /// parser and verifier require of every value's type.
+  bool isValid() const;
 };
 
 llvm::raw_ostream &operator<<(llvm::raw_ostream &os, const TensorType &t);

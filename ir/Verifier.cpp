@@ -161,6 +161,15 @@ llvm::Error checkKinds(const Attrs &attrs, llvm::ArrayRef<AttrSpec> specs) {
   return llvm::Error::success();
 }
 
+// What the parser accepts of a type (graphs from protos or passes may hold
+// others): positive dims, a byte size within int64.
+llvm::Error checkType(const TensorType &t) {
+  if (t.isValid()) return llvm::Error::success();
+  return err("type " + t.str() +
+             " is invalid (dims must be positive and its size fit in 2^63 - 1 "
+             "bytes)");
+}
+
 // Value and graph names are printed bare after % and @.
 bool isPrintableName(llvm::StringRef name) {
   return !name.empty() && llvm::all_of(name, [](char c) {
@@ -272,6 +281,8 @@ llvm::Error GraphVerifier::checkNode(int32_t index) {
       return fail("result " + llvm::Twine(i) + " (%" + val.name +
                   ") does not point back at its node");
     if (auto e = checkName(r)) return fail(toString(std::move(e)));
+    if (auto e = checkType(val.type)) return fail("result %" + val.name + ": " +
+                                                  toString(std::move(e)));
     if (val.type != (*inferred)[i])
       return fail("result %" + val.name + " has type " + val.type.str() +
                   " but shape inference gives " + (*inferred)[i].str());
@@ -300,6 +311,7 @@ llvm::Error GraphVerifier::run() {
     };
     if (!val.isInput()) return fail("is listed as an input but has a node");
     if (auto e = checkName(v)) return e;
+    if (auto e = checkType(val.type)) return fail(toString(std::move(e)));
     if (auto e = verifyInputAttrs(val.attrs)) return fail(toString(std::move(e)));
     if (val.sharding)
       if (auto e = verifySharding(*val.sharding, val.type, mesh(),
