@@ -125,6 +125,12 @@ def main():
     expect_error(S, ["import-hf", d, "-o", o], ["field \"parallel_attn\"", "in parallel"], o)
 
     d, o = case()
+    with open(os.path.join(d, "tokenizer.json"), "w") as f:
+        f.write("{not json")
+    expect_error(S, ["import-hf", d, "-o", o], [os.path.join(d, "tokenizer.json") + ": ",
+                                                "--no-tokenizer"], o)
+
+    d, o = case()
     os.remove(os.path.join(d, "model.safetensors"))
     expect_error(S, ["import-hf", d, "-o", o],
                  [os.path.join(d, "model.safetensors") + ": no such file"], o)

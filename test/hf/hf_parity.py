@@ -10,14 +10,15 @@
    in strata), which leaves ~1e-7 relative; 1e-4 leaves room for that to
    grow through two layers, while a wrong layout, scale or missing term is
    off by orders of magnitude.
-3. `strata eval --data` (byte tokenizer, stride seq_len and 8): loss equals
+3. `strata eval --data` (byte tokenizer, or for "llama" a byte-level BPE
+   tokenizer.json that import stores; stride seq_len and 8): loss equals
    the mean token NLL transformers gives on the same windows, within 1e-5
    relative (both accumulate the NLL in double; the logits differ by ~1e-7).
 4. `strata export-hf` (the "gpt2_untied" case in 20 KB shards) then
    from_pretrained: every tensor equals the original bit for bit, hence the
    logits too; import(export(x)) gives a byte-identical checkpoint.bin.
 5. `strata verify` of the imported spec: tp 2 x pp 2 with --sp (pp 2 alone
-   for the single-KV-head Falcon; not GPT-2, see below).
+   for the single-KV-head Falcon).
 6. For HfGradTest.cpp: an import without vocab padding and transformers'
    loss and gradients (strata's names and layouts, hf_models.to_strata) on
    one batch, as a tensor archive in DIR/grads.
@@ -99,6 +100,20 @@ def main():
     seq = kwargs.get("n_positions", kwargs.get("max_position_embeddings"))
     shard = "100KB" if a.case == "llama" else "10GB"
     model.save_pretrained(d("hf"), safe_serialization=True, max_shard_size=shard)
+    tok = None
+    if a.case == "llama":
+        # A byte-level BPE tokenizer.json (made here, no download): import
+        # stores it, eval encodes with it, export writes it back.
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        words = ["attention", "window", "strata", "model", "token", "layer", "the", "of"]
+        corpus = " ".join(words[(i * 7 + i // 3) % len(words)] for i in range(400))
+        tok.train_from_iterator([corpus], trainers.BpeTrainer(
+            vocab_size=vocab, show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        tok.save(d("hf", "tokenizer.json"))
     if a.case == "llama":
         assert os.path.exists(d("hf", "model.safetensors.index.json")), "expected shards"
 
@@ -113,18 +128,24 @@ def main():
         want = model(torch.tensor([ids])).logits[0].numpy()
     check_close("logits", np.load(d("logits.npy")), want, LOGIT_RTOL)
 
-    # 3. Loss over a text in windows.
+    # 3. Loss over a text in windows: bytes, or the imported tokenizer's ids
+    # (encoded by the tokenizers library here, by strata there).
     text = bytes(torch.randint(32, 127, (3 * seq + 5,), generator=gen).tolist())
+    flags = ["--tokenizer", "byte"]
+    if tok is not None:
+        text = " ".join(["window of the model", "strata token layer"] * 12).encode()
+        flags = []
+    text_ids = list(text) if tok is None else tok.encode(text.decode()).ids
     with open(d("text.txt"), "wb") as f:
         f.write(text)
     for stride in (seq, 8):
-        r = run([S, "eval", ckpt, "--data", d("text.txt"), "--tokenizer", "byte",
-                 "--stride", str(stride), "--json"])
+        r = run([S, "eval", ckpt, "--data", d("text.txt"), "--stride", str(stride),
+                 "--json"] + flags)
         got = json.loads(r.stdout)
-        want_loss = window_loss(model, list(text), seq, stride)
+        want_loss = window_loss(model, text_ids, seq, stride)
         check_close("eval loss (stride %d)" % stride, got["loss"], want_loss, LOSS_RTOL)
-        if got["tokens"] != len(text) - 1:
-            sys.exit("FAIL: scored %d tokens, expected %d" % (got["tokens"], len(text) - 1))
+        if got["tokens"] != len(text_ids) - 1:
+            sys.exit("FAIL: scored %d tokens, expected %d" % (got["tokens"], len(text_ids) - 1))
 
     # 4. Export, from_pretrained, round trip.
     shard = ["--max-shard-size", "20KB"] if a.case == "gpt2_untied" else []
@@ -143,6 +164,9 @@ def main():
         again = back(torch.tensor([ids])).logits[0].numpy()
     if not np.array_equal(again, want):
         sys.exit("FAIL: from_pretrained(export-hf) logits differ from the original's")
+    if tok is not None and not filecmp.cmp(d("hf", "tokenizer.json"),
+                                           d("exported", "tokenizer.json"), shallow=False):
+        sys.exit("FAIL: export-hf did not write the imported tokenizer.json back")
     print("export-hf: every tensor and the logits equal the original")
     run([S, "import-hf", d("exported"), "-o", d("reimported")])
     if not filecmp.cmp(ckpt, d("reimported", "checkpoint.bin"), shallow=False):
@@ -150,14 +174,12 @@ def main():
     print("import(export(x)) == x, byte for byte")
 
     # The imported spec trains in parallel like the serial run, tensor by
-    # tensor (strata verify): tp 2 x pp 2 with sequence parallelism. Not for
-    # GPT-2, whose key-bias gradient is zero in exact arithmetic (noise whose
-    # relative difference means nothing), nor tp for Falcon-7B's single KV
-    # head (strata's tp keeps whole KV heads per rank): pp 2 alone there.
-    if model_type != "gpt2":
-        par = ["--pp", "2", "--microbatches", "2"] if a.case == "falcon" else ["--tp", "2", "--pp", "2", "--sp"]
-        r = run([S, "verify", d("imported", "model.textproto")] + par)
-        print(" ".join(par) + ": " + r.stdout.strip().splitlines()[-1])
+    # tensor (strata verify): tp 2 x pp 2 with sequence parallelism; no tp
+    # for Falcon-7B's single KV head (strata's tp keeps whole KV heads per
+    # rank): pp 2 alone there.
+    par = ["--pp", "2", "--microbatches", "2"] if a.case == "falcon" else ["--tp", "2", "--pp", "2", "--sp"]
+    r = run([S, "verify", d("imported", "model.textproto")] + par)
+    print(" ".join(par) + ": " + r.stdout.strip().splitlines()[-1])
 
     # 5. Loss and gradients for HfGradTest (no padding: strata's loss then
     # is transformers' cross-entropy over the same vocabulary).

@@ -43,7 +43,8 @@ cl::opt<int64_t> stride("stride",
 cl::opt<bool> asJson("json", cl::desc("Print one JSON object"), cl::sub(evalCmd),
                      cl::cat(cat));
 cl::opt<std::string> tokenizerKind("tokenizer",
-                                   cl::desc("Tokenizer when the checkpoint has none: byte"),
+                                   cl::desc("Tokenizer when the checkpoint has none: byte, "
+                                            "or a tokenizer.json / .model file"),
                                    cl::sub(evalCmd), cl::cat(cat));
 cl::opt<std::string> dumpLogits("dump-logits",
                                 cl::desc("Write the logits of --input-ids to this .npy"),
@@ -79,13 +80,18 @@ Error dumpLogitsOf(LogitsModel &model) {
 Error evalText(LogitsModel &model, const ModelCheckpoint &m) {
   std::optional<Tokenizer> tok = m.tokenizer;
   if (!tokenizerKind.empty()) {
-    if (tokenizerKind != "byte") return fail("--tokenizer: only 'byte' is available");
     if (tok) return fail("--tokenizer: the checkpoint has its own tokenizer");
-    tok = Tokenizer::byteLevel();
+    if (tokenizerKind == "byte") {
+      tok = Tokenizer::byteLevel();
+    } else {
+      auto t = Tokenizer::fromFile(tokenizerKind);
+      if (!t) return fail(toString(t.takeError()));
+      tok = std::move(*t);
+    }
   }
   if (!tok)
-    return fail(ckptPath + ": the checkpoint has no tokenizer (pass --tokenizer byte, "
-                           "or --dump-logits with --input-ids)");
+    return fail(ckptPath + ": the checkpoint has no tokenizer (pass --tokenizer byte or "
+                           "FILE, or --dump-logits with --input-ids)");
   if (tok->vocabSize() > m.config.vocab)
     return fail("the " + tok->name() + " tokenizer's " + Twine(tok->vocabSize()) +
                 " ids exceed the model's vocabulary of " + Twine(m.config.vocab));

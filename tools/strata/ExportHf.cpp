@@ -4,7 +4,8 @@
 // transformers' from_pretrained loads: config.json and model.safetensors
 // (f32; sharded with model.safetensors.index.json beyond --max-shard-size).
 // Megatron's vocab padding is stripped; a tied head stays tied (no
-// lm_head.weight). DIR appears complete or not at all.
+// lm_head.weight); an imported tokenizer.json is written back. DIR appears
+// complete or not at all.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/hf/HfConfig.h"
@@ -77,9 +78,24 @@ Error exportModel() {
   auto hfConfig = makeHfConfig(c, passthrough);
   if (!hfConfig) return fail(ckptPath + ": " + toString(hfConfig.takeError()));
   json::Value config(std::move(*hfConfig));
+  // An imported tokenizer.json goes back as it came (a SentencePiece
+  // .model is stored base64-encoded and is not written back).
+  const json::Object *tok = (*m)->ckpt.meta.getObject("tokenizer");
+  Optional<StringRef> tokFile = tok ? tok->getString("file") : None;
+  Optional<StringRef> tokText = tok ? tok->getString("content") : None;
+  if (tokFile && !tokText)
+    errs() << "strata export-hf: warning: " << ckptPath << ": the tokenizer " << *tokFile
+           << " is not written (only tokenizer.json files are)\n";
   if (Error e = writeDirectoryAtomically(outDir, [&](StringRef dir) -> Error {
         if (Error e = writeSafetensorsModel(dir, *weights, maxShard))
           return e;
+        if (tokFile && tokText)
+          if (Error e = writeFileAtomically(join(dir, sys::path::filename(*tokFile)),
+                                            [&](raw_ostream &os) {
+                                              os << *tokText;
+                                              return Error::success();
+                                            }))
+            return e;
         return writeFileAtomically(join(dir, "config.json"), [&](raw_ostream &os) {
           os << formatv("{0:2}", config) << "\n";
           return Error::success();

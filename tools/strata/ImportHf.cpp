@@ -4,7 +4,8 @@
 // sharded safetensors with model.safetensors.index.json) and writes
 // OUT/model.textproto (the strata spec) and OUT/checkpoint.bin (the
 // parameters in f32, Megatron-padded, with the spec and the config keys
-// export-hf restores in its meta). OUT appears complete or not at all.
+// export-hf restores in its meta; the tokenizer.json or tokenizer.model when
+// the directory has one). OUT appears complete or not at all.
 // frontends/hf/ does the mapping; docs/hf.md describes it.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include "frontends/hf/HfWeights.h"
 #include "runtime/io/AtomicDir.h"
 #include "runtime/io/AtomicFile.h"
+#include "runtime/data/Tokenizer.h"
 #include "runtime/io/Checkpoint.h"
 #include "tools/strata/Verb.h"
 
@@ -44,6 +46,9 @@ cl::opt<int64_t> vocabMultiple("vocab-multiple",
                                         "(Megatron's make_vocab_size_divisible_by; "
                                         "1: no padding)"),
                                cl::init(128), cl::sub(importCmd), cl::cat(cat));
+cl::opt<bool> noTokenizer("no-tokenizer",
+                          cl::desc("Do not read tokenizer.json / tokenizer.model"),
+                          cl::sub(importCmd), cl::cat(cat));
 cl::opt<int64_t> seqLen("seq-len",
                         cl::desc("seq_len of the spec for models without a "
                                  "position table (default: max_position_embeddings)"),
@@ -57,6 +62,28 @@ std::string join(StringRef dir, StringRef name) {
   SmallString<256> p(dir);
   sys::path::append(p, name);
   return std::string(p);
+}
+
+/// DIR's tokenizer.json (else tokenizer.model), if it has one; a file strata
+/// cannot read is an error (unless --no-tokenizer), not silently dropped.
+Expected<std::optional<Tokenizer>> readTokenizer(int64_t vocab) {
+  if (noTokenizer) return std::nullopt;
+  for (const char *name : {"tokenizer.json", "tokenizer.model"}) {
+    std::string path = join(inDir, name);
+    if (!sys::fs::exists(path)) continue;
+    auto t = Tokenizer::fromFile(path);
+    if (!t) {
+      std::string msg = toString(t.takeError());
+      if (size_t at = msg.find(": error: "); at != std::string::npos)
+        msg.erase(at, 7); // "<file>: error: what" -> "<file>: what"
+      return fail(msg + " (pass --no-tokenizer to import the model without it)");
+    }
+    if (t->vocabSize() > vocab)
+      return fail(path + ": the tokenizer has " + Twine(t->vocabSize()) +
+                  " tokens, more than config.json's vocab_size " + Twine(vocab));
+    return std::optional<Tokenizer>(std::move(*t));
+  }
+  return std::nullopt;
 }
 
 Error importModel() {
@@ -83,6 +110,8 @@ Error importModel() {
   ModelConfig cfg = resolveModelSpec(hf->spec);
   auto weights = importHfWeights(cfg, *model);
   if (!weights) return fail(toString(weights.takeError()));
+  auto tokenizer = readTokenizer(cfg.vocab);
+  if (!tokenizer) return tokenizer.takeError();
 
   std::string specText;
   google::protobuf::TextFormat::PrintToString(hf->spec, &specText);
@@ -90,6 +119,7 @@ Error importModel() {
   ckpt.meta["step"] = 0;
   ckpt.meta["spec"] = specText;
   ckpt.meta["hf"] = std::move(hf->passthrough);
+  if (*tokenizer) ckpt.meta["tokenizer"] = (*tokenizer)->toJSON();
   ckpt.tensors = std::move(*weights);
   if (Error e = writeDirectoryAtomically(outDir, [&](StringRef dir) -> Error {
         if (Error e = writeFileAtomically(join(dir, "model.textproto"), [&](raw_ostream &os) {
@@ -102,7 +132,9 @@ Error importModel() {
     return fail(toString(std::move(e)));
   outs() << "imported " << cfg.familyName() << " (" << cfg.layers << " layers, hidden "
          << cfg.hidden << ", vocab " << cfg.vocab << " padded to " << cfg.paddedVocab
-         << ", " << ckpt.tensors.size() << " tensors) into " << outDir << "\n";
+         << ", " << ckpt.tensors.size() << " tensors"
+         << (*tokenizer ? ", tokenizer " + (*tokenizer)->name().str() : std::string())
+         << ") into " << outDir << "\n";
   return Error::success();
 }
 
