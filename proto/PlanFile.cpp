@@ -1,11 +1,12 @@
 //===- PlanFile.cpp - Reading and writing Plan files ----------------------===//
 #include "proto/PlanFile.h"
 
+#include "runtime/io/AtomicFile.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/CRC.h"
 #include "llvm/Support/Endian.h"
-#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 
@@ -41,10 +42,10 @@ std::string serializePlan(const pb::Plan &plan) {
 
 llvm::Error writePlanFile(llvm::StringRef path, const pb::Plan &plan) {
   std::string bytes = serializePlan(plan);
-  std::string tempModel = (path + ".tmp-%%%%%%%%").str();
-  if (llvm::Error e = llvm::writeFileAtomically(tempModel, path, bytes))
-    return fileError(path, "cannot write plan: " + toString(std::move(e)));
-  return llvm::Error::success();
+  return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
+    os << bytes;
+    return llvm::Error::success();
+  });
 }
 
 llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,

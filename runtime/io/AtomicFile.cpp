@@ -73,9 +73,29 @@ static void syncParentDirectory(llvm::StringRef path) {
   ::close(fd);
 }
 
+/// Why `path` cannot be written at all, in the writer's words, before a
+/// temporary is tried: a missing or non-directory parent, or a directory at
+/// `path`.
+static llvm::Error checkDestination(llvm::StringRef path) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  auto cannot = [&](const llvm::Twine &why) {
+    return fail(path + ": error: cannot write: " + why);
+  };
+  if (!dir.empty() && !llvm::sys::fs::exists(dir))
+    return cannot("the directory '" + dir +
+                  "' does not exist (create it first: mkdir -p " + dir + ")");
+  if (!dir.empty() && !llvm::sys::fs::is_directory(dir))
+    return cannot("'" + dir + "' is not a directory");
+  if (llvm::sys::fs::is_directory(path))
+    return cannot("it is a directory (name a file to write)");
+  return llvm::Error::success();
+}
+
 llvm::Error writeFileAtomically(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  if (llvm::Error e = checkDestination(path))
+    return e;
   removeStaleTemps(path);
   std::string tmp = atomicTempPath(path);
   int fd;

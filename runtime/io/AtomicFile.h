@@ -26,7 +26,9 @@ std::string atomicTempPath(llvm::StringRef path);
 /// how many it removed.
 int removeStaleTemps(llvm::StringRef path);
 
-/// Replaces `path` with what `write` emits (after removeStaleTemps). If `write` fails, or writing,
+/// Replaces `path` with what `write` emits (after removeStaleTemps). A
+/// missing directory, or a directory at `path`, is refused first
+/// (`<path>: error: cannot write: ...`). If `write` fails, or writing,
 /// syncing or renaming fails, the temporary file is removed, `path` is left
 /// untouched and the error (naming the file) is returned. One writer per
 /// path at a time: concurrent writers in one process share the temporary.

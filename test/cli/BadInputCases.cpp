@@ -93,13 +93,17 @@ std::vector<BadInput> badInputs() {
       {F, "verify_tolerance_zero", {"verify", "ok.textproto", "--tolerance", "0"}, "--tolerance must be a finite number in (0, 1], got 0"},
       {F, "verify_tolerance_nan", {"verify", "ok.textproto", "--tolerance", "nan"}, "--tolerance must be a finite number"},
       {F, "verify_microbatches_zero", {"verify", "ok.textproto", "--microbatches", "0"}, "--microbatches must be >= 1, got 0"},
+      {F, "launch_nproc_zero", {"launch", "--nproc", "0", "--", "true"}, "--nproc must be in [1, 1024], got 0"},
+      {F, "launch_port_out_of_range", {"launch", "--nproc", "1", "--master-port", "70000", "--", "true"}, "--master-port must be in [0, 65535], got 70000"},
+      {F, "launch_grace_negative", {"launch", "--nproc", "1", "--grace", "-1", "--", "true"}, "--grace must be a finite number in [0, 3600], got -1"},
+      {F, "launch_heartbeat_timeout_zero", {"launch", "--nproc", "1", "--heartbeat-timeout", "0", "--", "true"}, "--heartbeat-timeout must be a finite number in (0, 86400], got 0"},
       {F, "unknown_flag", {"compile", "ok.textproto", "-o", "out.plan", "--pipline", "2"}, "unknown flag '--pipline'"},
       {F, "missing_output_flag", {"compile", "ok.textproto"}, "-o"},
       {V, "no_verb", {}, "no verb given"},
       {V, "unknown_verb", {"trian"}, "unknown verb 'trian' (did you mean 'train'?"},
       {V, "help_for_an_unknown_verb", {"help", "complie"}, "did you mean 'compile'?"},
-      {V, "output_directory_missing", {"compile", "ok.textproto", "-o", "nodir/out.plan"}, "cannot write plan"},
-      {V, "output_is_a_directory", {"compile", "ok.textproto", "-o", "out.plan"}, "cannot write plan", {{"out.plan/x", ""}}},
+      {V, "output_directory_missing", {"compile", "ok.textproto", "-o", "nodir/out.plan"}, "the directory 'nodir' does not exist"},
+      {V, "output_is_a_directory", {"compile", "ok.textproto", "-o", "out.plan"}, "it is a directory", {{"out.plan/x", ""}}},
       // clang-format on
   };
 }

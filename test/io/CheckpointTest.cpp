@@ -372,19 +372,21 @@ TEST(Checkpoint, FailedSaveKeepsTheOldCheckpoint) {
   EXPECT_EQ(readBytes(path), oldBytes);
   EXPECT_EQ(tmp.list(), (std::vector<std::string>{"run.ckpt"}));
 
-  // The rename fails: the target is a directory.
+  // The target is a directory.
   std::string dirPath = tmp.path("dir.ckpt");
   ASSERT_FALSE(llvm::sys::fs::create_directory(dirPath));
-  EXPECT_NE(message(saveCheckpoint(dirPath, old)).find("cannot rename"),
-            std::string::npos);
+  EXPECT_EQ(message(saveCheckpoint(dirPath, old)),
+            dirPath + ": error: cannot write: it is a directory (name a file "
+                      "to write)");
   EXPECT_TRUE(llvm::sys::fs::is_directory(dirPath));
   EXPECT_EQ(tmp.list(), (std::vector<std::string>{"dir.ckpt", "run.ckpt"}));
 
   // The directory does not exist.
   std::string nowhere = tmp.path("no/run.ckpt");
   EXPECT_EQ(message(saveCheckpoint(nowhere, old)),
-            "cannot create '" + nowhere + ".tmp." + std::to_string(::getpid()) +
-                "': No such file or directory");
+            nowhere + ": error: cannot write: the directory '" +
+                tmp.path("no") + "' does not exist (create it first: mkdir -p " +
+                tmp.path("no") + ")");
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tools/strata/Heartbeat.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -70,10 +71,7 @@ void onSignal(int sig) {
     interrupted = sig;
 }
 
-int usage(const Twine &msg) {
-  errs() << "strata launch: error: " << msg << "\n";
-  return kExitUserError;
-}
+int usage(const Twine &msg) { return reportError(msg); }
 
 /// A free TCP port on this machine (another process may take it before rank
 /// 0 binds it; rare on one machine).
@@ -185,12 +183,19 @@ int exitCode(int status) {
 }
 
 int runLaunch() {
-  if (nproc < 1)
-    return usage("--nproc must be >= 1");
-  if (!(grace >= 0))
-    return usage("--grace must be >= 0");
-  if (!(heartbeatTimeout > 0))
-    return usage("--heartbeat-timeout must be > 0 seconds");
+  if (Error e = checkFlags({
+          inRange(nproc, 1, 1024,
+                  "processes started on this machine, one per device"),
+          inRange(masterPort, 0, 65535, "a TCP port; 0 picks a free one"),
+          inInterval(grace, 0, 3600, Ends::Closed,
+                     "seconds a stopped rank gets before SIGKILL"),
+          inInterval(heartbeatTimeout, 0, 86400, Ends::OpenLow,
+                     "seconds of silence after which a rank counts as hung"),
+      }))
+    return reportError(std::move(e));
+  if (masterAddr.empty())
+    return usage("--master-addr must not be empty (rank 0's address, e.g. "
+                 "127.0.0.1)");
   int port = masterPort == 0 ? freePort() : int(masterPort);
   if (port <= 0 || port > 65535)
     return usage("no usable --master-port");
