@@ -15,6 +15,7 @@ packages=(
   libsentencepiece-dev libre2-dev libicu-dev # tokenizers (runtime/text)
   libcpp-httplib-dev libsimdjson-dev   # generation server, JSON requests
   clang-14 libfuzzer-14-dev libclang-rt-14-dev # fuzz targets (test/fuzz)
+  librsvg2-bin                         # rsvg-convert: look at inspect --schedule SVGs as PNGs
   python3 python3-numpy python3-torch  # independent references in tests
   python3-venv python3-sentencepiece
   python3-protobuf                     # transformers' Llama tokenizer converter (test/text)
