@@ -51,7 +51,8 @@ private:
   /// No path from `members` through a non-member back into `members`.
   bool isConvex(llvm::ArrayRef<int32_t> members);
   /// Some member reads a column sum of the members, or a row op's dw / db
-  /// (complete only after the kernel's loop).
+  /// (complete only after the kernel's loop). Members are the nodes marked
+  /// by the last isConvex call, which must have returned true.
   bool readsOwnSum(llvm::ArrayRef<int32_t> members) const;
   /// Adds column sum `node` to the group of its operand's producer.
   void joinAsColumnSum(int32_t node);
@@ -112,7 +113,7 @@ bool Grouper::readsOwnSum(llvm::ArrayRef<int32_t> members) const {
   for (int32_t m : members)
     for (ValueId v : g_.node(m).operands) {
       int32_t p = g_.value(v).defNode;
-      if (p < 0 || !llvm::is_contained(members, p))
+      if (p < 0 || mark_[p] != stamp_)
         continue;
       const Node &def = g_.node(p);
       if (def.op == OpKind::ReduceSum ||
@@ -142,6 +143,9 @@ void Grouper::joinAsColumnSum(int32_t node) {
 bool Grouper::tryMerge(int32_t a, int32_t b) {
   if (a == b)
     return true;
+  // The smaller group joins the larger: a node is relabelled O(log n) times.
+  if (groups_[a].g.members.size() < groups_[b].g.members.size())
+    std::swap(a, b);
   Group &ga = groups_[a], &gb = groups_[b];
   auto led = [](const Group &x) { return x.g.anchor >= 0 || x.g.row >= 0; };
   if (ga.domain != gb.domain || ga.backward != gb.backward ||
@@ -209,8 +213,13 @@ std::vector<FusionGroup> Grouper::run() {
       }
     }
   }
-  // Siblings: groups that read the same value.
+  // Siblings: groups that read the same value. A single element (the
+  // optimizer's lr, step and clip coefficient, read by every parameter's
+  // update) costs nothing to read again, so it joins nothing; merging on it
+  // tried every pair of the thousands of updates of a large model.
   for (ValueId v = 0; v < ValueId(g_.numValues()); ++v) {
+    if (g_.type(v).numElements() <= 1)
+      continue;
     llvm::SmallVector<int32_t, 4> seen;
     for (int32_t u : users_[v]) {
       if (groupOf_[u] < 0 || groups_[groupOf_[u]].g.anchor == u)

@@ -3,6 +3,7 @@
 #include "passes/memory/BufferPlan.h"
 
 #include <algorithm>
+#include <map>
 
 namespace strata {
 
@@ -32,34 +33,36 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
     }
 
   BufferPlan plan;
-  std::vector<int64_t> live(end + 1, 0);
-  for (const Interval &iv : intervals)
-    for (int64_t n = iv.first; n <= std::min(iv.last, end - 1); ++n)
-      live[n] += iv.bytes;
-  plan.peakLiveBytes = *std::max_element(live.begin(), live.end());
+  // Live bytes per node as a running sum of +bytes at first, -bytes after
+  // last: linear in nodes + values.
+  std::vector<int64_t> delta(end + 2, 0);
+  for (const Interval &iv : intervals) {
+    delta[iv.first] += iv.bytes;
+    delta[std::min(iv.last, end - 1) + 1] -= iv.bytes;
+  }
+  int64_t live = 0;
+  for (int64_t n = 0; n <= end; ++n)
+    plan.peakLiveBytes = std::max(plan.peakLiveBytes, live += delta[n]);
 
   std::sort(intervals.begin(), intervals.end(), [](auto &a, auto &b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
   });
   plan.offsets.assign(g.numValues(), -1);
-  std::vector<const Interval *> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy;
+  // Placed intervals by offset; first fit walks those overlapping in time
+  // from the lowest offset up, and stops at the first gap that fits.
+  std::multimap<int64_t, const Interval *> placed;
   for (const Interval &iv : intervals) {
-    // Offsets taken by overlapping placed intervals, sorted; first fit.
-    busy.clear();
-    for (const Interval *p : placed)
-      if (p->first <= iv.last && iv.first <= p->last)
-        busy.push_back({plan.offsets[p->v], plan.offsets[p->v] + p->bytes});
-    std::sort(busy.begin(), busy.end());
     int64_t off = 0;
-    for (auto [lo, hi] : busy) {
+    for (auto [lo, p] : placed) {
+      if (p->first > iv.last || iv.first > p->last)
+        continue;
       if (off + iv.bytes <= lo)
         break;
-      off = std::max(off, hi);
+      off = std::max(off, lo + p->bytes);
     }
     plan.offsets[iv.v] = off;
     plan.arenaBytes = std::max(plan.arenaBytes, off + iv.bytes);
-    placed.push_back(&iv);
+    placed.emplace(off, &iv);
   }
   return plan;
 }
