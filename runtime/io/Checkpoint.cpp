@@ -59,11 +59,11 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Checkpoint &ckpt) {
   llvm::StringSet<> names;
   for (const NamedTensor &nt : ckpt.tensors) {
     if (!names.insert(nt.name).second)
-      return fail("cannot save checkpoint '" + path +
-                  "': duplicate tensor name '" + nt.name + "'");
+      return fail(path + ": error: cannot save the checkpoint: duplicate "
+                         "tensor name '" + nt.name + "'");
     // A diverged state never replaces a good checkpoint.
     if (int64_t i = nt.tensor.firstNonFinite(); i >= 0)
-      return fail("refusing to save checkpoint '" + path + "': tensor '" +
+      return fail(path + ": error: refusing to save the checkpoint: tensor '" +
                   nt.name + "' holds a non-finite value (" +
                   nonFiniteText(nt.tensor.get(i)) + " at element " +
                   llvm::Twine(i) + "); the previous checkpoint is kept");
@@ -122,19 +122,20 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Checkpoint &ckpt) {
 
 llvm::Expected<Checkpoint> loadCheckpoint(llvm::StringRef path) {
   auto bad = [&](const llvm::Twine &why) {
-    return fail("checkpoint '" + path + "': " + why);
+    return fail(path + ": error: " + why);
   };
   auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                           /*RequiresNullTerminator=*/false);
   if (!file)
-    return fail("cannot open checkpoint '" + path +
-                "': " + file.getError().message());
+    return fail(path + ": error: cannot open the checkpoint: " +
+                file.getError().message());
   llvm::StringRef bytes = (*file)->getBuffer();
   auto *p = reinterpret_cast<const uint8_t *>(bytes.data());
   uint64_t size = bytes.size();
 
   if (size < sizeof(kMagic) || std::memcmp(p, kMagic, sizeof(kMagic)) != 0)
-    return fail("'" + path + "' is not a strata checkpoint (bad magic)");
+    return fail(path + ": error: not a strata checkpoint (no STRATACK header; "
+                       "checkpoints are written by `strata train`)");
   if (size < kPrefixBytes)
     return bad("truncated: the file ends inside its " +
                llvm::Twine(kPrefixBytes) + "-byte prefix");

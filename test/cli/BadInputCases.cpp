@@ -55,7 +55,7 @@ std::vector<BadInput> badInputs() {
       {C, "checkpoint_given_to_compile", {"compile", "checkpoint.bin", "-o", "out.plan"}, "this is a training checkpoint, not a model spec"},
       {C, "graph_view_of_a_checkpoint", {"inspect", "checkpoint.bin", "--ir"}, "a training checkpoint has no graph"},
       {C, "truncated_checkpoint", {"inspect", "t.bin"}, "truncated", {{"t.bin", "@truncated-checkpoint"}}},
-      {C, "corrupt_checkpoint_tensor", {"inspect", "c.bin"}, "CRC", {{"c.bin", "@corrupt-checkpoint"}}},
+      {C, "corrupt_checkpoint_header", {"inspect", "c.bin"}, "the header is corrupt (CRC-32 mismatch)", {{"c.bin", "@corrupt-checkpoint"}}},
       {C, "resume_without_checkpoint", trainWith({"--resume"}), "checkpoint"},
       {D, "missing_data_file", trainWith({"--data", "nope.txt"}), "nope.txt"},
       {D, "missing_spec_data_path", {"train", "bad.textproto"}, "the training data does not exist", bad(spec + "data { path: \"gone.txt\" }\n")},

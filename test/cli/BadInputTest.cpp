@@ -57,10 +57,10 @@ const std::string &madeFixture(const std::string &name) {
 
 /// A file's contents: text, or an "@..." fixture variant.
 std::string contents(const std::string &spec) {
-  if (spec == "@truncated-plan") {
-    const std::string &plan = madeFixture("ok.plan");
-    return plan.substr(0, plan.size() / 2);
-  }
+  // Cuts and flips that give messages independent of the compiler's and the
+  // kernels' output, so that docs/bad-inputs.md changes only with messages.
+  if (spec == "@truncated-plan")
+    return madeFixture("ok.plan").substr(0, 20); // inside the 24-byte header
   if (spec == "@newer-plan") {
     std::string bytes = madeFixture("ok.plan");
     bytes[8] = 99; // header format version (u32 little-endian at offset 8)
@@ -72,7 +72,7 @@ std::string contents(const std::string &spec) {
   }
   if (spec == "@corrupt-checkpoint") {
     std::string bytes = madeFixture("checkpoint.bin");
-    bytes[bytes.size() - 100] ^= 0x40; // inside the last tensors' data
+    bytes[40] ^= 0x01; // inside the JSON header, which has a CRC
     return bytes;
   }
   return spec;

@@ -139,7 +139,7 @@ TEST(Checkpoint, SaveRejectsDuplicateNames) {
   c.tensors.push_back({"w", HostTensor::scalar(2)});
   std::string path = tmp.path("run.ckpt");
   EXPECT_EQ(message(saveCheckpoint(path, c)),
-            "cannot save checkpoint '" + path + "': duplicate tensor name 'w'");
+            path + ": error: cannot save the checkpoint: duplicate tensor name 'w'");
   EXPECT_TRUE(tmp.list().empty());
 }
 
@@ -147,7 +147,7 @@ TEST(Checkpoint, MissingFile) {
   TempDir tmp;
   std::string path = tmp.path("none.ckpt");
   EXPECT_EQ(loadError(path),
-            "cannot open checkpoint '" + path + "': No such file or directory");
+            path + ": error: cannot open the checkpoint: No such file or directory");
 }
 
 TEST(Checkpoint, NotACheckpoint) {
@@ -156,7 +156,8 @@ TEST(Checkpoint, NotACheckpoint) {
   for (llvm::StringRef bytes : {"", "STRATA", "{\"tensors\": []} and more"}) {
     writeBytes(path, bytes);
     EXPECT_EQ(loadError(path),
-              "'" + path + "' is not a strata checkpoint (bad magic)");
+              path + ": error: not a strata checkpoint (no STRATACK header; "
+                     "checkpoints are written by `strata train`)");
   }
 }
 
@@ -167,13 +168,13 @@ TEST(Checkpoint, NewerVersion) {
   std::string bytes = readBytes(path);
   bytes[8] = 2;
   writeBytes(path, bytes);
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': format version 2 is newer than this "
+  EXPECT_EQ(loadError(path), path + ": error: " +
+                                 "format version 2 is newer than this "
                                  "build reads (up to 1); use a newer strata");
   bytes[8] = 0;
   writeBytes(path, bytes);
   EXPECT_EQ(loadError(path),
-            "checkpoint '" + path + "': invalid format version 0");
+            path + ": error: invalid format version 0");
 }
 
 TEST(Checkpoint, Truncated) {
@@ -187,7 +188,7 @@ TEST(Checkpoint, Truncated) {
 
   writeBytes(path, bytes.substr(0, bytes.size() - 1));
   EXPECT_EQ(loadError(path),
-            "checkpoint '" + path + "': truncated: the header promises " +
+            path + ": error: truncated: the header promises " +
                 std::to_string(dataBytes) + " data bytes but only " +
                 std::to_string(dataBytes - 1) + " are present");
   writeBytes(path, bytes.substr(0, 100));
@@ -197,8 +198,8 @@ TEST(Checkpoint, Truncated) {
   EXPECT_NE(loadError(path).find("truncated: the file ends inside its"),
             std::string::npos);
   writeBytes(path, bytes + "x");
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': 1 unexpected bytes after the tensor data");
+  EXPECT_EQ(loadError(path), path + ": error: " +
+                                 "1 unexpected bytes after the tensor data");
 }
 
 TEST(Checkpoint, CorruptHeader) {
@@ -208,19 +209,19 @@ TEST(Checkpoint, CorruptHeader) {
   std::string bytes = readBytes(path);
   bytes[40] ^= 1;
   writeBytes(path, bytes);
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': the header is corrupt (CRC-32 mismatch)");
+  EXPECT_EQ(loadError(path), path + ": error: " +
+                                 "the header is corrupt (CRC-32 mismatch)");
 }
 
 TEST(Checkpoint, MalformedHeader) {
   TempDir tmp;
   std::string path = tmp.path("x.ckpt");
   writeBytes(path, craft("{\"meta\": {}, \"tensors\": ["));
-  EXPECT_NE(loadError(path).find("': malformed JSON header: "),
+  EXPECT_NE(loadError(path).find(": error: malformed JSON header: "),
             std::string::npos);
   writeBytes(path, craft("[]"));
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': malformed header: expected a JSON object");
+  EXPECT_EQ(loadError(path), path + ": error: " +
+                                 "malformed header: expected a JSON object");
   writeBytes(path, craft("{\"meta\": {}, \"tensors\": []}"));
   EXPECT_NE(loadError(path).find("needs object \"meta\", integer "
                                  "\"data_bytes\" and array \"tensors\""),
@@ -229,12 +230,12 @@ TEST(Checkpoint, MalformedHeader) {
       {"name": "x", "dtype": "q8", "shape": [], "offset": 0, "crc32": 0}]})",
                          1, std::string(64, '\0')));
   EXPECT_EQ(loadError(path),
-            "checkpoint '" + path + "': tensor 'x': unsupported dtype \"q8\"");
+            path + ": error: tensor 'x': unsupported dtype \"q8\"");
   writeBytes(path, craft(R"({"meta": {}, "data_bytes": 64, "tensors": [
       {"name": "x", "dtype": "f32", "shape": [8], "offset": 0}]})",
                          1, std::string(64, '\0')));
-  EXPECT_EQ(loadError(path), "checkpoint '" + path +
-                                 "': tensor 'x': missing 32-bit integer "
+  EXPECT_EQ(loadError(path), path + ": error: " +
+                                 "tensor 'x': missing 32-bit integer "
                                  "\"crc32\"");
   writeBytes(path, craft(R"({"meta": {}, "data_bytes": 64, "tensors": [
       {"name": "x", "dtype": "f32", "shape": [8], "offset": 48, "crc32": 0}]})",
@@ -265,8 +266,8 @@ TEST(Checkpoint, CorruptTensorIsNamed) {
   bytes[at] ^= 0x10;
   writeBytes(path, bytes);
   std::string err = loadError(path);
-  EXPECT_NE(err.find("checkpoint '" + path +
-                     "': tensor 'marker' is corrupt "
+  EXPECT_NE(err.find(path + ": error: " +
+                     "tensor 'marker' is corrupt "
                      "(CRC-32 0x"),
             std::string::npos)
       << err;
@@ -315,8 +316,8 @@ TEST(Checkpoint, SaveRefusesNonFiniteTensorsAndKeepsTheOldFile) {
     Checkpoint c = sampleCheckpoint();
     c.tensors[0].tensor.data<float>()[4] = bad;
     std::string err = message(saveCheckpoint(path, c));
-    EXPECT_NE(err.find("refusing to save checkpoint '" + path +
-                       "': tensor 'wte' holds a non-finite value"),
+    EXPECT_NE(err.find(path + ": error: refusing to save the checkpoint: "
+                              "tensor 'wte' holds a non-finite value"),
               std::string::npos)
         << err;
     EXPECT_NE(err.find("at element 4"), std::string::npos) << err;
@@ -341,8 +342,8 @@ TEST(Checkpoint, LoadRefusesNonFiniteTensors) {
       std::to_string(crc) + "}]}";
   writeBytes(path, craft(header, 1, data));
   EXPECT_EQ(loadError(path),
-            "checkpoint '" + path +
-                "': tensor 'h.0.w' holds a non-finite value (nan at element "
+            path + ": error: " +
+                "tensor 'h.0.w' holds a non-finite value (nan at element "
                 "1): the run that wrote it diverged; resume from an earlier "
                 "checkpoint");
 }
