@@ -104,6 +104,33 @@ TEST(Notes, SeqOverrideAndIgnoredScheduleAreSaid) {
       << r.err;
 }
 
+TEST(Notes, LearningRateScheduleCutShortIsSaid) {
+  SpecDir dir;
+  // The notes come before the data is read: a missing --data ends the run
+  // right after them.
+  RunResult warm = runStrataIn(dir.path(""), {"train", "spec.textproto",
+                                              "--steps", "3", "--warmup", "5",
+                                              "--data", "missing.txt"});
+  EXPECT_NE(warm.err.find("strata train: warning: the 5 warmup steps cover the "
+                          "whole run of 3 steps: the learning rate never "
+                          "reaches its peak"),
+            std::string::npos)
+      << warm.err;
+  RunResult decay = runStrataIn(dir.path(""), {"train", "spec.textproto",
+                                               "--decay-iters", "10", "--lr",
+                                               "0.002", "--data", "missing.txt"});
+  EXPECT_NE(decay.err.find("strata train: note: --lr 0.002 also sets the final "
+                           "learning rate to lr/10 = 0.0002"),
+            std::string::npos)
+      << decay.err;
+  EXPECT_NE(decay.err.find("strata train: note: the cosine decay spans 10 steps "
+                           "but the run stops at 2, before the learning rate "
+                           "reaches 0.0002 (--decay-iters 2 decays over the "
+                           "run)"),
+            std::string::npos)
+      << decay.err;
+}
+
 TEST(Units, MemoryBudgetIsPrintedInGiB) {
   SpecDir dir;
   // 16GB is 16e9 bytes = 14.90 GiB; 16GiB is 16 * 2^30.

@@ -146,6 +146,24 @@ void explainFlags(const pb::ModelSpec &spec, const ParallelConfig &pc) {
                   "microbatches of a pipeline)");
 }
 
+/// Notes on a learning-rate schedule the flags change or cut short.
+void explainSchedule(const pb::Training &spec, const pb::Training &t) {
+  if (given(lr) && !given(minLr) && !spec.has_min_lr())
+    reportNote("--lr " + formatNumber(lr) + " also sets the final learning rate to lr/10 = " +
+               formatNumber(t.min_lr()) + " (the spec has no min_lr; --min-lr sets it)");
+  if (!given(steps) && !given(warmup) && !given(decayIters)) return;
+  if (t.warmup() >= t.steps())
+    reportWarning("the " + Twine(t.warmup()) + " warmup steps cover the whole run of " +
+                  Twine(t.steps()) + " steps: the learning rate never reaches its peak " +
+                  formatNumber(t.lr()) + " (lower --warmup)");
+  else if (t.decay_iters() > t.steps())
+    reportNote("the cosine decay spans " + Twine(t.decay_iters()) + " steps but the run stops at " +
+               Twine(t.steps()) + ", before the learning rate reaches " + formatNumber(t.min_lr()) +
+               " (--decay-iters " + Twine(t.steps()) + " decays over the run)");
+}
+
+/// The training text: --data, else the spec's data.path, relative to the
+/// directory of the spec (for a plan, of the spec it was compiled from).
 /// The training text: --data, else the spec's data.path, relative to the
 /// directory of the spec (for a plan, of the spec it was compiled from).
 Expected<std::string> dataFile(const LoadedPlan &loaded) {
@@ -200,6 +218,7 @@ Expected<RunOptions> buildOptions() {
                  " exceeds the peak learning rate " + formatNumber(t.lr()) +
                  " (lower --min-lr or raise --lr)");
   if (given(dropout)) s.set_dropout(dropout);
+  explainSchedule(loaded->plan.model().training(), t);
   o.parallel = {tp, dp, sp, distOpt};
   o.parallel.pp = pp;
   auto sched = parseScheduleSpec(schedule);
