@@ -97,6 +97,8 @@ std::vector<BadInput> badInputs() {
       {F, "launch_port_out_of_range", {"launch", "--nproc", "1", "--master-port", "70000", "--", "true"}, "--master-port must be in [0, 65535], got 70000"},
       {F, "launch_grace_negative", {"launch", "--nproc", "1", "--grace", "-1", "--", "true"}, "--grace must be a finite number in [0, 3600], got -1"},
       {F, "launch_heartbeat_timeout_zero", {"launch", "--nproc", "1", "--heartbeat-timeout", "0", "--", "true"}, "--heartbeat-timeout must be a finite number in (0, 86400], got 0"},
+      {F, "inspect_kernel_source_unknown_target", {"inspect", "ok.plan", "--kernel-source", "ptx"}, "--kernel-source must be cpp or cuda, got 'ptx'"},
+      {F, "inspect_schedule_into_missing_directory", {"inspect", "ok.plan", "--schedule", "nodir/s.svg"}, "the directory 'nodir' does not exist"},
       {F, "unknown_flag", {"compile", "ok.textproto", "-o", "out.plan", "--pipline", "2"}, "unknown flag '--pipline'"},
       {F, "missing_output_flag", {"compile", "ok.textproto"}, "-o"},
       {V, "no_verb", {}, "no verb given"},

@@ -14,6 +14,7 @@
 #include "tools/strata/CollectiveInspect.h"
 #include "tools/strata/Dot.h"
 #include "tools/strata/Driver.h"
+#include "tools/strata/Flags.h"
 #include "tools/strata/KernelInspect.h"
 #include "tools/strata/PipelineInspect.h"
 #include "tools/strata/Verb.h"
@@ -245,6 +246,9 @@ int runInspect() {
       return reportError(std::move(e));
     return kExitOk;
   }
+  if (Error e = checkFlags({oneOf(kernelSource, {"cpp", "cuda"},
+                                 "the target whose generated library to print")}))
+    return reportError(std::move(e));
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
     return reportError(loaded.takeError());
