@@ -64,7 +64,8 @@ private:
   std::vector<llvm::SmallVector<int32_t, 2>> users_;
   std::vector<int32_t> groupOf_;
   std::vector<Group> groups_;
-  // Scratch for isConvex: node marks valid while equal to stamp_.
+  // Scratch for isConvex: members (mark_) and non-members the group reaches
+  // (taint_), valid while equal to stamp_.
   std::vector<uint32_t> mark_, taint_;
   uint32_t stamp_ = 0;
   std::vector<bool> isOutput_;
@@ -89,22 +90,30 @@ bool Grouper::isConvex(llvm::ArrayRef<int32_t> members) {
   ++stamp_;
   for (int32_t m : members)
     mark_[m] = stamp_;
-  // Nodes between the first and last member, in order: a non-member reached
-  // from the group is tainted; a member reading a tainted node closes a path
-  // that leaves the group and comes back.
-  for (int32_t i = members.front(); i <= members.back(); ++i) {
-    bool member = mark_[i] == stamp_;
-    bool reached = false;
-    for (ValueId v : g_.node(i).operands) {
-      int32_t p = g_.value(v).defNode;
-      if (p < members.front())
-        continue;
-      if (member && taint_[p] == stamp_)
-        return false;
-      reached |= mark_[p] == stamp_ || taint_[p] == stamp_;
-    }
-    if (!member && reached)
-      taint_[i] = stamp_;
+  // Walk forward from the group through non-members up to its last member:
+  // reaching a member again closes a path that leaves the group and comes
+  // back. Only what the group reaches is visited, not every node between
+  // its first and last member (an optimizer update's members are thousands
+  // of nodes apart).
+  int32_t last = members.back();
+  llvm::SmallVector<int32_t, 32> work;
+  auto reach = [&](int32_t from) {
+    for (ValueId r : g_.node(from).results)
+      for (int32_t u : users_[r])
+        if (u <= last && mark_[u] != stamp_ && taint_[u] != stamp_) {
+          taint_[u] = stamp_;
+          work.push_back(u);
+        }
+  };
+  for (int32_t m : members)
+    reach(m);
+  while (!work.empty()) {
+    int32_t n = work.pop_back_val();
+    for (ValueId r : g_.node(n).results)
+      for (int32_t u : users_[r])
+        if (u <= last && mark_[u] == stamp_)
+          return false;
+    reach(n);
   }
   return true;
 }

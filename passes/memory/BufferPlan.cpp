@@ -3,7 +3,6 @@
 #include "passes/memory/BufferPlan.h"
 
 #include <algorithm>
-#include <map>
 
 namespace strata {
 
@@ -48,9 +47,10 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
   });
   plan.offsets.assign(g.numValues(), -1);
-  // Placed intervals by offset; first fit walks those overlapping in time
-  // from the lowest offset up, and stops at the first gap that fits.
-  std::multimap<int64_t, const Interval *> placed;
+  // Placed intervals sorted by offset (a flat array: the walk below is a
+  // linear scan); first fit walks those overlapping in time from the lowest
+  // offset up and stops at the first gap that fits.
+  std::vector<std::pair<int64_t, const Interval *>> placed;
   for (const Interval &iv : intervals) {
     int64_t off = 0;
     for (auto [lo, p] : placed) {
@@ -62,7 +62,10 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
     }
     plan.offsets[iv.v] = off;
     plan.arenaBytes = std::max(plan.arenaBytes, off + iv.bytes);
-    placed.emplace(off, &iv);
+    auto at = std::upper_bound(
+        placed.begin(), placed.end(), off,
+        [](int64_t o, const auto &entry) { return o < entry.first; });
+    placed.insert(at, {off, &iv});
   }
   return plan;
 }
