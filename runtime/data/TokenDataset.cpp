@@ -28,8 +28,8 @@ readText(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
-    return fail("cannot read data file '" + path +
-                "': " + buf.getError().message());
+    return fail(path + ": error: cannot read the data file: " +
+                buf.getError().message());
   return std::move(*buf);
 }
 
@@ -100,9 +100,10 @@ static llvm::Expected<uint64_t> cacheKey(llvm::StringRef textPath,
                                          const Tokenizer &tokenizer) {
   llvm::sys::fs::file_status st;
   if (std::error_code ec = llvm::sys::fs::status(textPath, st))
-    return fail("cannot read data file '" + textPath + "': " + ec.message());
+    return fail(textPath + ": error: cannot read the data file: " +
+                ec.message());
   if (st.type() != llvm::sys::fs::file_type::regular_file)
-    return fail("data file '" + textPath + "' is not a regular file");
+    return fail(textPath + ": error: the data file is not a regular file");
   uint64_t fields[3] = {
       st.getSize(),
       uint64_t(st.getLastModificationTime().time_since_epoch().count()),

@@ -176,12 +176,12 @@ TEST(TokenDataset, ErrorsNameTheFile) {
   TempDir tmp;
   std::string missing = tmp.path("missing.txt");
   auto ds = TokenDataset::open(missing, Tokenizer::byteLevel());
-  EXPECT_EQ(message(ds), "cannot read data file '" + missing +
-                             "': No such file or directory");
+  EXPECT_EQ(message(ds), missing + ": error: cannot read the data file: No "
+                                   "such file or directory");
 
   auto dir = TokenDataset::open(tmp.dir(), Tokenizer::byteLevel());
   EXPECT_EQ(message(dir),
-            "data file '" + tmp.dir() + "' is not a regular file");
+            tmp.dir() + ": error: the data file is not a regular file");
 
   std::string text = tmp.path("input.txt");
   writeBytes(text, "abc!");

@@ -152,9 +152,9 @@ TEST(Tokenizer, MakeTokenizerByName) {
   EXPECT_EQ(b->kind(), Tokenizer::Kind::Byte);
 
   auto missing = makeTokenizer("char", tmp.path("missing.txt"));
-  EXPECT_EQ(message(missing), "cannot read data file '" +
-                                  tmp.path("missing.txt") +
-                                  "': No such file or directory");
+  EXPECT_EQ(message(missing), tmp.path("missing.txt") +
+                                  ": error: cannot read the data file: No "
+                                  "such file or directory");
   // Any other name is a tokenizer file's path.
   auto unknown = makeTokenizer("bpe", path);
   EXPECT_EQ(message(unknown),
