@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Checkpoint.h"
+#include "test/cli/RunStrata.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CRC.h"
@@ -30,33 +31,26 @@
 namespace strata {
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-  double seconds;
+struct Result : strata::test::RunResult {
+  double seconds = 0;
 };
 
 class RunSafety : public ::testing::Test {
 protected:
   void SetUp() override {
-    llvm::SmallString<128> d;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("strata-safety", d));
-    dir_ = std::string(d);
-    std::ofstream text(dir_ + "/text.txt");
+    std::ofstream text(dir_.path("text.txt"));
     for (int i = 0; i < 300; ++i)
       text << "to be or not to be, that is the question " << i << "\n";
   }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir_); }
 
   std::string read(const std::string &path) {
-    auto b = llvm::MemoryBuffer::getFile(path);
-    return b ? (*b)->getBuffer().str() : "";
+    return strata::test::slurp(path);
   }
 
   /// A tiny Llama spec (with `extra` appended) and its path.
   std::string spec(const std::string &extra = "",
                    const std::string &lr = "1e-2") {
-    std::ofstream s(dir_ + "/spec.textproto");
+    std::ofstream s(dir_.path("spec.textproto"));
     s << "name: \"t\" family: LLAMA vocab_size: 1 "
          "make_vocab_size_divisible_by: 16\n"
          "hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 32 seq_len: 8 "
@@ -65,50 +59,48 @@ protected:
       << "\ntraining { steps: 4 lr: " << lr
       << " min_lr: 1e-3 warmup: 1 grad_accum: 2 eval_every: 0 seed: 3 "
          "grad_clip: 1.0 }\n";
-    return dir_ + "/spec.textproto";
+    return dir_.path("spec.textproto");
   }
 
   /// `strata train SPEC` on the test's text into dir_/out, plus `args`.
   std::vector<std::string> train(std::vector<std::string> args = {}) {
-    std::vector<std::string> a = {"train", dir_ + "/spec.textproto", "--data",
-                                  dir_ + "/text.txt", "--sample", "0",
-                                  "--out", out()};
+    std::vector<std::string> a = {"train", dir_.path("spec.textproto"),
+                                  "--data", dir_.path("text.txt"),
+                                  "--sample", "0", "--out", out()};
     a.insert(a.end(), args.begin(), args.end());
     return a;
   }
-  std::string out() const { return dir_ + "/out"; }
+  std::string out() const { return dir_.path("out"); }
 
-  std::vector<llvm::StringRef> argv(std::vector<std::string> &args) {
-    args.insert(args.begin(), STRATA_BIN);
-    return std::vector<llvm::StringRef>(args.begin(), args.end());
-  }
-  std::array<llvm::Optional<llvm::StringRef>, 3> redirects() {
-    outFile_ = dir_ + "/stdout";
-    errFile_ = dir_ + "/stderr";
-    return {llvm::None, llvm::StringRef(outFile_), llvm::StringRef(errFile_)};
-  }
-
-  Result strata(std::vector<std::string> args) {
-    auto r = redirects();
+  Result strata(const std::vector<std::string> &args) {
     auto t0 = std::chrono::steady_clock::now();
-    int code = llvm::sys::ExecuteAndWait(STRATA_BIN, argv(args), llvm::None, r,
-                                         /*secondsToWait=*/120);
-    return {code, read(outFile_), read(errFile_), since(t0)};
+    Result r{strata::test::runStrata(args)};
+    r.seconds = since(t0);
+    return r;
   }
 
   /// Starts `strata args...`, sends `sig` once `ready()` holds, and waits.
   Result interrupt(std::vector<std::string> args, int sig,
                    const std::function<bool()> &ready) {
-    auto r = redirects();
+    args.insert(args.begin(), STRATA_BIN);
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::string outFile = dir_.path("stdout"), errFile = dir_.path("stderr");
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::None, llvm::StringRef(outFile), llvm::StringRef(errFile)};
     auto t0 = std::chrono::steady_clock::now();
     llvm::sys::ProcessInfo pi =
-        llvm::sys::ExecuteNoWait(STRATA_BIN, argv(args), llvm::None, r);
+        llvm::sys::ExecuteNoWait(STRATA_BIN, argv, llvm::None, redirects);
     EXPECT_GT(pi.Pid, 0);
     while (!ready() && since(t0) < 60)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ::kill(pi.Pid, sig);
     pi = llvm::sys::Wait(pi, /*SecondsToWait=*/60, /*WaitUntilTerminates=*/true);
-    return {pi.ReturnCode, read(outFile_), read(errFile_), since(t0)};
+    Result r;
+    r.rc = pi.ReturnCode;
+    r.out = read(outFile);
+    r.err = read(errFile);
+    r.seconds = since(t0);
+    return r;
   }
 
   static double since(std::chrono::steady_clock::time_point t0) {
@@ -136,13 +128,13 @@ protected:
     return c->meta.getInteger("step").getValueOr(-1);
   }
 
-  std::string dir_, outFile_, errFile_;
+  strata::test::TempDir dir_;
 };
 
 TEST_F(RunSafety, NonFiniteSpecValueIsRefusedBeforeAnythingIsWritten) {
   spec("", "inf");
   Result r = strata(train());
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("lr must be finite and non-negative, got inf"),
             std::string::npos)
       << r.err;
@@ -155,11 +147,11 @@ TEST_F(RunSafety, NonFiniteSpecValueIsRefusedBeforeAnythingIsWritten) {
 // step before (--save-every 1) and logs no nan.
 TEST_F(RunSafety, DivergedRunStopsNamingTheStepAndKeepsTheLastCheckpoint) {
   spec();
-  ASSERT_EQ(strata(train({"--steps", "2"})).code, 0);
+  ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   spec("", "1e30");
   Result r =
       strata(train({"--resume", "--steps", "50", "--save-every", "1"}));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.rc, 1);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       r.err, m,
@@ -221,7 +213,7 @@ void writeCheckpointBytes(const std::string &path, const Checkpoint &ckpt) {
 
 TEST_F(RunSafety, CheckpointWithNanWeightIsRefusedByResumeAndGenerate) {
   spec();
-  ASSERT_EQ(strata(train({"--steps", "2"})).code, 0);
+  ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   std::string path = out() + "/checkpoint.bin";
   auto ckpt = loadCheckpoint(path);
   ASSERT_TRUE(bool(ckpt)) << llvm::toString(ckpt.takeError());
@@ -231,10 +223,10 @@ TEST_F(RunSafety, CheckpointWithNanWeightIsRefusedByResumeAndGenerate) {
   std::string expected = "tensor '" + ckpt->tensors[0].name +
                          "' holds a non-finite value (nan at element 1)";
   Result resumed = strata(train({"--resume", "--steps", "3"}));
-  EXPECT_EQ(resumed.code, 1);
+  EXPECT_EQ(resumed.rc, 1);
   EXPECT_NE(resumed.err.find(expected), std::string::npos) << resumed.err;
   Result generated = strata({"generate", path, "--tokens", "5"});
-  EXPECT_NE(generated.code, 0);
+  EXPECT_NE(generated.rc, 0);
   EXPECT_NE(generated.err.find(expected), std::string::npos) << generated.err;
 }
 
@@ -247,7 +239,7 @@ TEST_F(RunSafety, SignalsSaveTheRunAndExitWithTheUsualCodes) {
     llvm::sys::fs::remove_directories(out());
     Result r = interrupt(train({"--steps", "100000", "--log-every", "1"}), sig,
                          [&] { return lossSteps().size() >= 2; });
-    EXPECT_EQ(r.code, code) << r.err;
+    EXPECT_EQ(r.rc, code) << r.err;
     std::smatch m;
     ASSERT_TRUE(std::regex_search(
         r.err, m,
@@ -258,17 +250,17 @@ TEST_F(RunSafety, SignalsSaveTheRunAndExitWithTheUsualCodes) {
     EXPECT_EQ(int(lossSteps().size()), stoppedAt);
     Result resumed = strata(
         train({"--resume", "--steps", std::to_string(stoppedAt + 2)}));
-    EXPECT_EQ(resumed.code, 0) << resumed.err;
+    EXPECT_EQ(resumed.rc, 0) << resumed.err;
     EXPECT_EQ(int(lossSteps().size()), stoppedAt + 2);
   }
 }
 
 TEST_F(RunSafety, PreviousRunInOutIsNeverSilentlyReplaced) {
   spec();
-  ASSERT_EQ(strata(train({"--steps", "2"})).code, 0);
+  ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   std::string before = read(out() + "/checkpoint.bin");
   Result again = strata(train({"--steps", "2"}));
-  EXPECT_EQ(again.code, 1);
+  EXPECT_EQ(again.rc, 1);
   EXPECT_NE(again.err.find("strata train: error: " + out() +
                            ": holds a previous run (checkpoint.bin, "
                            "metrics.jsonl); pass --resume to continue it, "
@@ -277,12 +269,12 @@ TEST_F(RunSafety, PreviousRunInOutIsNeverSilentlyReplaced) {
       << again.err;
   EXPECT_EQ(read(out() + "/checkpoint.bin"), before);
   Result both = strata(train({"--resume", "--overwrite"}));
-  EXPECT_EQ(both.code, 1);
+  EXPECT_EQ(both.rc, 1);
   EXPECT_NE(both.err.find("--resume and --overwrite exclude each other"),
             std::string::npos)
       << both.err;
   Result replaced = strata(train({"--steps", "3", "--overwrite"}));
-  EXPECT_EQ(replaced.code, 0) << replaced.err;
+  EXPECT_EQ(replaced.rc, 0) << replaced.err;
   EXPECT_EQ(checkpointStep(), 3);
   EXPECT_EQ(lossSteps(), (std::vector<int>{0, 1, 2}));
 }
@@ -292,7 +284,7 @@ TEST_F(RunSafety, PreviousRunInOutIsNeverSilentlyReplaced) {
 // next write removes the killed writer's temporary checkpoint.
 TEST_F(RunSafety, ResumeCutsMetricsBackToTheCheckpoint) {
   spec();
-  ASSERT_EQ(strata(train({"--steps", "2"})).code, 0);
+  ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   {
     std::ofstream m(out() + "/metrics.jsonl", std::ios::app);
     m << "{\"loss\":99,\"lr\":1,\"step\":2}\n"
@@ -300,7 +292,7 @@ TEST_F(RunSafety, ResumeCutsMetricsBackToTheCheckpoint) {
     std::ofstream(out() + "/checkpoint.bin.tmp.999999999") << "half";
   }
   Result r = strata(train({"--resume", "--steps", "4"}));
-  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(lossSteps(), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(read(out() + "/metrics.jsonl").find("\"loss\":99"),
             std::string::npos);
@@ -309,17 +301,17 @@ TEST_F(RunSafety, ResumeCutsMetricsBackToTheCheckpoint) {
 
 TEST_F(RunSafety, ResumeWithAChangedModelNamesTheFields) {
   spec();
-  ASSERT_EQ(strata(train({"--steps", "2"})).code, 0);
+  ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   Result r =
       strata(train({"--resume", "--dropout", "0.2", "--batch", "2"}));
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("the checkpoint was trained with a different "
                        "micro_batch, dropout (resume with the spec"),
             std::string::npos)
       << r.err;
   Result schedule = strata(train(
       {"--resume", "--steps", "3", "--warmup", "0", "--min-lr", "1e-4"}));
-  EXPECT_EQ(schedule.code, 0) << schedule.err;
+  EXPECT_EQ(schedule.rc, 0) << schedule.err;
   EXPECT_NE(schedule.out.find("note: resuming with a changed training.min_lr"),
             std::string::npos)
       << schedule.out;
@@ -336,11 +328,11 @@ TEST_F(RunSafety, ResumeWithAChangedModelNamesTheFields) {
 // hidden 1048576 has ~1.3e13 parameters: refused from the parameter count in
 // seconds, before any tensor exists, with what it needs and what there is.
 TEST_F(RunSafety, ModelLargerThanMemoryIsRefusedBeforeAllocating) {
-  std::ofstream(dir_ + "/spec.textproto")
+  std::ofstream(dir_.path("spec.textproto"))
       << "name: \"huge\" family: GPT vocab_size: 1 hidden: 1048576 layers: 1 "
          "heads: 4 seq_len: 8 micro_batch: 1\n";
   Result r = strata(train());
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.rc, 1);
   EXPECT_LT(r.seconds, 60);
   EXPECT_TRUE(std::regex_search(
       r.err, std::regex("the run needs at least [0-9.]+ GiB of host memory "
@@ -355,14 +347,14 @@ TEST_F(RunSafety, ModelLargerThanMemoryIsRefusedBeforeAllocating) {
 TEST_F(RunSafety, ImpossibleLayoutFailsBeforeCreatingDevices) {
   spec();
   Result tp = strata(train({"--tp", "4096"}));
-  EXPECT_EQ(tp.code, 1);
+  EXPECT_EQ(tp.rc, 1);
   EXPECT_LT(tp.seconds, 30);
   EXPECT_NE(tp.err.find("attention heads 4 (layers.0.attn) not divisible by "
                         "tp 4096"),
             std::string::npos)
       << tp.err;
   Result dp = strata(train({"--dp", "4096"}));
-  EXPECT_EQ(dp.code, 1);
+  EXPECT_EQ(dp.rc, 1);
   EXPECT_LT(dp.seconds, 30);
   EXPECT_NE(dp.err.find("not divisible by dp 4096"), std::string::npos)
       << dp.err;
@@ -379,7 +371,7 @@ TEST_F(RunSafety, LaunchedJobSavesOnSigterm) {
                                "--log-every", "1"}))
     args.push_back(a);
   Result r = interrupt(args, SIGTERM, [&] { return lossSteps().size() >= 2; });
-  EXPECT_EQ(r.code, 143) << r.err;
+  EXPECT_EQ(r.rc, 143) << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
       r.err, m,
@@ -401,7 +393,7 @@ TEST_F(RunSafety, StoppedRankEndsTheLaunchedJob) {
   Result r = strata({"launch", "--nproc", "2", "--master-port", "0",
                      "--heartbeat-timeout", "3", "--grace", "2", "--", "sh",
                      "-c", cmd});
-  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.rc, 0);
   EXPECT_LT(r.seconds, 30);
   EXPECT_TRUE(std::regex_search(
       r.err, std::regex("strata launch: error: rank 1 \\(pid [0-9]+\\) sent "
