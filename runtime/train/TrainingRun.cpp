@@ -10,6 +10,9 @@
 #include "runtime/io/Checkpoint.h"
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/TrainingSession.h"
+#include "runtime/train/MemoryCheck.h"
+#include "runtime/train/RunDirectory.h"
+#include "runtime/train/StopSignals.h"
 #include "runtime/train/TextGenerator.h"
 #include "runtime/train/TrainingData.h"
 #include "runtime/train/Trainer.h"
@@ -21,17 +24,12 @@
 #include <google/protobuf/text_format.h>
 
 #include <chrono>
+#include <cmath>
 
 namespace strata {
 
 static llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-std::string checkpointPath(llvm::StringRef outDir) {
-  llvm::SmallString<256> p(outDir);
-  llvm::sys::path::append(p, "checkpoint.bin");
-  return std::string(p);
 }
 
 namespace {
@@ -45,28 +43,6 @@ std::string formatDuration(double s) {
     snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
   return buf;
 }
-
-/// Appends one JSON object per line to OUT/metrics.jsonl.
-class MetricsLog {
-public:
-  llvm::Error open(llvm::StringRef outDir, bool append) {
-    llvm::SmallString<256> p(outDir);
-    llvm::sys::path::append(p, "metrics.jsonl");
-    std::error_code ec;
-    os_ = std::make_unique<llvm::raw_fd_ostream>(
-        p, ec, append ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
-    if (ec) return err(p + ": error: cannot open for writing (" + ec.message() + ")");
-    return llvm::Error::success();
-  }
-  void write(llvm::json::Object obj) {
-    if (!os_) return;  // not the writing rank
-    *os_ << llvm::json::Value(std::move(obj)) << '\n';
-    os_->flush();
-  }
-
-private:
-  std::unique_ptr<llvm::raw_fd_ostream> os_;
-};
 
 } // namespace
 
@@ -87,13 +63,20 @@ TrainOptions trainOptions(const pb::Training &t) {
 /// The run; only the writer (rank 0 of a multi-process job) reports and
 /// writes metrics and checkpoints.
 static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
-                         bool writer) {
+                         const std::optional<DistEnv> &env) {
+  bool writer = !env || env->rank == 0;
+  if (writer)
+    if (auto e = checkRunDirectory(opts.outDir, opts.resume, opts.overwrite))
+      return e;
   if (auto ec = llvm::sys::fs::create_directories(opts.outDir))
     return err(opts.outDir + ": error: cannot create output directory (" +
                ec.message() + ")");
   pb::ModelSpec spec = opts.spec;
   const pb::Training &tr = spec.training();
-  std::string kind = spec.data().tokenizer() == pb::Data::BYTE ? "byte" : "char";
+  const pb::Data &d = spec.data();
+  std::string kind = d.tokenizer() == pb::Data::BYTE             ? "byte"
+                     : d.tokenizer() == pb::Data::TOKENIZER_FILE ? d.tokenizer_file()
+                                                                 : "char";
 
   auto tokenizer = dataTokenizer(opts, kind);
   if (!tokenizer) return tokenizer.takeError();
@@ -123,19 +106,30 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   std::string specText;
   google::protobuf::TextFormat::PrintToString(spec, &specText);
   if (ckpt) {
-    // A resumed run may extend `steps`; everything else must match.
+    // A resumed run may change its length, evaluation interval and learning
+    // rate schedule; nothing that changes the model or its data.
     const llvm::json::Value *saved = ckpt->meta.get("spec");
-    pb::ModelSpec savedSpec, current = spec;
+    pb::ModelSpec savedSpec;
     if (!saved || !saved->getAsString() ||
         !google::protobuf::TextFormat::ParseFromString(saved->getAsString()->str(),
                                                        &savedSpec))
       return err(ckptFile + ": error: the checkpoint has no readable model spec");
-    savedSpec.mutable_training()->clear_steps();
-    current.mutable_training()->clear_steps();
-    if (savedSpec.SerializeAsString() != current.SerializeAsString())
-      return err(ckptFile + ": error: the checkpoint was trained with a different "
-                 "model or training spec (resume with the same spec and overrides; "
-                 "only --steps may change)");
+    std::vector<std::string> changed = differingFields(savedSpec, spec), refused;
+    for (const std::string &f : changed) {
+      if (!resumeMayChange(f)) {
+        refused.push_back(f);
+        continue;
+      }
+      os << "note: resuming with a changed " << f;
+      if (f == "training.steps" && tr.decay_iters() == 0)
+        os << " (the cosine decay follows steps: decay_iters is 0)";
+      os << "\n";
+    }
+    if (!refused.empty())
+      return err(ckptFile + ": error: the checkpoint was trained with a different " +
+                 llvm::join(refused, ", ") +
+                 " (resume with the spec and overrides it was trained with; only "
+                 "steps, eval_every and the learning-rate schedule may change)");
   }
 
   auto data = openTrainingData(opts, cfg, *tokenizer);
@@ -143,6 +137,12 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   const BatchSource *trainData = data->train.get(), *valData = data->valid.get();
 
   Graph forward = buildModelGraph(cfg);
+  if (auto e = checkHostMemory(
+          hostMemoryNeed(forward, opts.parallel,
+                         env ? env->localWorldSize : opts.parallel.numDevices(),
+                         env ? env->worldSize : opts.parallel.numDevices()),
+          availableHostMemory()))
+    return e;
   ModelConfig evalCfg = cfg;
   evalCfg.dropout = 0;
   TrainOptions trainOpts = trainOptions(tr);
@@ -161,18 +161,38 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
 
   MetricsLog metrics;
   if (writer)
-    if (auto e = metrics.open(opts.outDir, opts.resume)) return e;
+    if (auto e = metrics.open(opts.outDir, ckpt ? std::optional(t.step())
+                                                : std::nullopt))
+      return e;
+  int64_t savedStep = ckpt ? t.step() : -1;
+  auto diverged = [&](int64_t step, const llvm::Twine &what, double v) {
+    return err("step " + llvm::Twine(step) + ": the " + what + " is " +
+               (std::isnan(v) ? "nan" : std::to_string(v)) +
+               ": training diverged; " +
+               (savedStep >= 0 ? "the checkpoint of step " + std::to_string(savedStep) +
+                                     " (" + ckptFile + ") is kept"
+                               : std::string("no checkpoint was written")) +
+               " (lower the learning rate with --lr, or raise --warmup)");
+  };
   auto saveCkpt = [&]() -> llvm::Error {
     auto state = t.state();  // every rank takes part in gathering it
     if (!state) return state.takeError();
-    if (!writer) return llvm::Error::success();
+    int64_t step = t.step();
+    // The update can overflow the weights while the step's loss was finite.
+    for (auto &[name, tensor] : *state)
+      if (int64_t i = tensor.firstNonFinite(); i >= 0)
+        return diverged(step, name + " (element " + std::to_string(i) + ")",
+                        tensor.get(i));
+    if (!writer) return savedStep = step, llvm::Error::success();
     Checkpoint c;
     c.meta["step"] = t.step();
     c.meta["spec"] = specText;
     c.meta["tokenizer"] = tokenizer->toJSON();
     c.meta["data"] = opts.dataPath;
     for (auto &[name, tensor] : *state) c.tensors.push_back({name, std::move(tensor)});
-    return saveCheckpoint(ckptFile, c);
+    if (auto e = saveCheckpoint(ckptFile, c)) return e;
+    savedStep = step;
+    return llvm::Error::success();
   };
   auto evaluate = [&](double &val) -> llvm::Error {
     HostTensor tk(TensorType{DType::I32, {cfg.microBatch, cfg.seq}}), lb = tk.clone();
@@ -200,6 +220,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   auto start = Clock::now();
   int64_t firstStep = t.step();
   double emaTokS = 0;
+  StopSignals stop;
   while (t.step() < steps) {
     auto t0 = Clock::now();
     int64_t s = t.step();
@@ -208,6 +229,9 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     });
     if (!stats) return stats.takeError();
     if (auto e = trainData->takeError()) return e;
+    if (!std::isfinite(stats->loss)) return diverged(s + 1, "loss", stats->loss);
+    if (!std::isfinite(stats->gradNorm))
+      return diverged(s + 1, "gradient norm", stats->gradNorm);
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     double tokS = tokensPerStep / dt;
     emaTokS = emaTokS ? 0.9 * emaTokS + 0.1 * tokS : tokS;
@@ -236,12 +260,27 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     if (evalNow) {
       double val;
       if (auto e = evaluate(val)) return e;
+      if (!std::isfinite(val)) return diverged(t.step(), "validation loss", val);
       metrics.write(llvm::json::Object{{"step", t.step()}, {"val_loss", val}});
       os << "step " << t.step() << ": val loss " << llvm::format("%.4f", val) << '\n';
       if (auto e = saveCkpt()) return e;
+    } else if (opts.saveEvery > 0 && t.step() % opts.saveEvery == 0) {
+      if (auto e = saveCkpt()) return e;
+    }
+    auto stopNow = t.anyProcess(stop.received() != 0);
+    if (!stopNow) return stopNow.takeError();
+    if (*stopNow && t.step() < steps) {
+      if (savedStep != t.step())
+        if (auto e = saveCkpt()) return e;
+      int sig = stop.received() ? stop.received() : SIGTERM;
+      if (opts.progressBar) os << '\n';
+      return llvm::make_error<TrainingInterrupted>(
+          sig, "stopped by " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                   " after step " + std::to_string(t.step()) + "; saved " + ckptFile +
+                   " (continue with --resume)");
     }
   }
-  if (tr.eval_every() == 0 || steps % tr.eval_every() != 0)
+  if (savedStep != t.step())
     if (auto e = saveCkpt()) return e;
   os << "saved " << ckptFile << '\n';
 
@@ -266,7 +305,7 @@ llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   auto env = DistEnv::fromEnvironment();
   if (!env) return env.takeError();
   bool writer = !*env || (*env)->rank == 0;
-  return train(opts, writer ? os : llvm::nulls(), writer);
+  return train(opts, writer ? os : llvm::nulls(), *env);
 }
 
 } // namespace strata

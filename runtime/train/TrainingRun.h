@@ -4,7 +4,8 @@
 // programs, trains for the configured steps with a progress line (loss,
 // tokens/s, ETA), evaluates the validation loss every K steps, appends
 // metrics as JSON lines to OUT/metrics.jsonl, and saves OUT/checkpoint.bin
-// atomically at each evaluation and at the end. A resumed run restores
+// atomically at each evaluation, every --save-every steps, on SIGINT/SIGTERM
+// and at the end (runtime/train/RunDirectory.h says what OUT holds). A resumed run restores
 // parameters, AdamW moments, the step and the data position, and continues
 // with bitwise the same losses as an uninterrupted run: data batches and
 // dropout masks are counter-based functions of (seed, step), not RNG state.
@@ -20,6 +21,7 @@
 #include "passes/pipeline/ParallelCompile.h"
 #include "proto/model_spec.pb.h"
 #include "runtime/parallel/ParallelPlan.h"
+#include "runtime/train/RunDirectory.h"
 #include "runtime/train/Trainer.h"
 
 #include "llvm/Support/Error.h"
@@ -37,6 +39,8 @@ struct RunOptions {
   std::string split = "969,30,1"; // Megatron --split of the blend's datasets
   std::string outDir;        // metrics, checkpoint, token cache
   bool resume = false;       // continue from OUT/checkpoint.bin
+  bool overwrite = false;    // replace a previous run in OUT
+  int64_t saveEvery = 0;     // steps between checkpoints (0: at evaluations)
   int64_t evalIters = 20;    // validation batches per evaluation
   int64_t sampleTokens = 0;  // characters of sample text printed at the end
   bool progressBar = true;   // \r-updated line (else one line per log step)
@@ -51,10 +55,10 @@ struct RunOptions {
 /// The optimizer, schedule and seed of a spec's training section.
 TrainOptions trainOptions(const pb::Training &training);
 
-/// Runs the job; progress and results go to `os`.
+/// Runs the job; progress and results go to `os`. A run stopped by SIGINT
+/// or SIGTERM saves its state and fails with TrainingInterrupted
+/// (runtime/train/StopSignals.h); a diverged one (non-finite loss or
+/// gradient norm) fails naming the step and keeps the last checkpoint.
 llvm::Error runTraining(const RunOptions &options, llvm::raw_ostream &os);
-
-/// The checkpoint file of a run directory.
-std::string checkpointPath(llvm::StringRef outDir);
 
 } // namespace strata

@@ -11,6 +11,7 @@
 // (Flags.h) before any file is read.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/train/StopSignals.h"
 #include "runtime/train/TrainingRun.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
@@ -41,12 +42,16 @@ cl::opt<std::string> megatronData("data-path", cl::desc("Megatron .bin/.idx data
                                   cl::value_desc("blend"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> split("split", cl::desc("Train,valid,test shares of each --data-path dataset's documents"),
                            cl::init("969,30,1"), cl::sub(trainCmd), cl::cat(cat));
-cl::opt<std::string> tokenizer("tokenizer", cl::desc("char | byte (default: the spec's)"),
+cl::opt<std::string> tokenizer("tokenizer", cl::desc("char | byte | a tokenizer.json or SentencePiece .model (default: the spec's)"),
                                cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> outDir("out", cl::desc("Run directory: metrics.jsonl, checkpoint.bin, token cache (default out/<model name>)"),
                             cl::value_desc("dir"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
                      cl::sub(trainCmd), cl::cat(cat));
+cl::opt<bool> overwrite("overwrite", cl::desc("Replace the previous run in --out (its checkpoint and metrics)"),
+                        cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> saveEvery("save-every", cl::desc("Steps between checkpoints (0: at evaluations and the end only)"),
+                           cl::init(0), cl::sub(trainCmd), cl::cat(cat));
 // Flags without a cl::init default to the spec's value (given() tells them
 // apart); the others have a default of their own, shown by --help.
 cl::opt<int64_t> steps("steps", cl::desc("Optimizer steps (default: the spec's training.steps)"), cl::sub(trainCmd), cl::cat(cat));
@@ -94,7 +99,6 @@ Error checkTrainFlags() {
       atLeast(dp, 1, "1 is no data parallelism"),
       atLeast(pp, 1, "1 is no pipeline"),
       atLeast(microbatches, 1, "microbatches per optimizer step"),
-      oneOf(tokenizer, {"char", "byte"}, "leave the flag out for the spec's data.tokenizer"),
       oneOf(recomputeMode, {"none", "selective", "full"},
             "auto needs a compiled plan: strata compile --recompute auto --memory-budget B"),
       atLeast(logEvery, 1, "steps between progress lines"),
@@ -164,8 +168,30 @@ void explainSchedule(const pb::Training &spec, const pb::Training &t) {
 
 /// The training text: --data, else the spec's data.path, relative to the
 /// directory of the spec (for a plan, of the spec it was compiled from).
-/// The training text: --data, else the spec's data.path, relative to the
-/// directory of the spec (for a plan, of the spec it was compiled from).
+/// --tokenizer (char, byte or a file) or the spec's, with a spec's relative
+/// tokenizer_file resolved against its directory.
+Error setTokenizer(const LoadedPlan &loaded, pb::Data &d) {
+  if (!given(tokenizer)) {
+    if (d.tokenizer() == pb::Data::TOKENIZER_FILE && sys::path::is_relative(d.tokenizer_file())) {
+      SmallString<256> p(loaded.specDir);
+      sys::path::append(p, d.tokenizer_file());
+      d.set_tokenizer_file(std::string(p));
+    }
+    return Error::success();
+  }
+  d.clear_tokenizer_file();
+  if (tokenizer == "char" || tokenizer == "byte") {
+    d.set_tokenizer(tokenizer == "char" ? pb::Data::CHAR : pb::Data::BYTE);
+    return Error::success();
+  }
+  if (!sys::fs::exists(tokenizer))
+    return usage("--tokenizer " + tokenizer + ": no such file (give char, byte, or a "
+                 "tokenizer.json or SentencePiece .model)");
+  d.set_tokenizer(pb::Data::TOKENIZER_FILE);
+  d.set_tokenizer_file(tokenizer);
+  return Error::success();
+}
+
 Expected<std::string> dataFile(const LoadedPlan &loaded) {
   if (given(megatronData)) {  // RunOptions::dataBlend
     if (given(dataPath))
@@ -252,8 +278,7 @@ Expected<RunOptions> buildOptions() {
   o.fusion = !noFusion;
   if (!isSpecPath(input))
     if (Error e = usePlanPrograms(loaded->plan, o, t.grad_accum())) return e;
-  if (given(tokenizer))
-    s.mutable_data()->set_tokenizer(tokenizer == "char" ? pb::Data::CHAR : pb::Data::BYTE);
+  if (Error e = setTokenizer(*loaded, *s.mutable_data())) return e;
   auto data = dataFile(*loaded);
   if (!data) return data.takeError();
   o.dataPath = *data;
@@ -263,7 +288,12 @@ Expected<RunOptions> buildOptions() {
   }
   o.outDir = outDir.empty() ? "out/" + (s.name().empty() ? std::string("run") : s.name())
                             : std::string(outDir);
+  if (resume && overwrite)
+    return usage("--resume and --overwrite exclude each other (continue the run in --out, or replace it)");
+  if (saveEvery < 0) return usage("--save-every must be >= 0, got " + Twine(int64_t(saveEvery)));
   o.resume = resume;
+  o.overwrite = overwrite;
+  o.saveEvery = saveEvery;
   o.evalIters = evalIters;
   o.sampleTokens = sample;
   o.progressBar = isatty(STDOUT_FILENO);
@@ -274,8 +304,12 @@ Expected<RunOptions> buildOptions() {
 int runTrain() {
   auto opts = buildOptions();
   if (!opts) return reportError(opts.takeError());
-  if (Error e = runTraining(*opts, outs())) return reportError(std::move(e));
-  return kExitOk;
+  int code = kExitOk;
+  Error e = handleErrors(runTraining(*opts, outs()), [&](const TrainingInterrupted &stop) {
+    errs() << "strata train: " << stop.message() << "\n";
+    code = stop.exitCode();
+  });
+  return e ? reportError(std::move(e)) : code;
 }
 
 VerbRegistration reg(trainCmd, runTrain);
