@@ -44,6 +44,7 @@ std::vector<BadInput> badInputs() {
       {S, "empty_spec", compileBad, "missing required field 'family'", bad("")},
       {S, "missing_spec_file", compileBad, "cannot read model spec: No such file or directory"},
       {S, "directory_instead_of_spec", {"compile", "dir.textproto", "-o", "out.plan"}, "Is a directory", {{"dir.textproto/x", ""}}},
+      {S, "non_finite_training_value", compileBad, "lr must be finite and non-negative, got inf", bad(spec + "training { lr: inf }\n")},
       {P, "truncated_plan", {"inspect", "t.plan"}, "truncated plan", {{"t.plan", "@truncated-plan"}}},
       {P, "garbage_plan", {"inspect", "g.plan"}, "not a strata plan", {{"g.plan", "\x7f" "ELF garbage garbage garbage"}}},
       {P, "newer_version_plan", {"inspect", "n.plan"}, "plan format version 99 is newer", {{"n.plan", "@newer-plan"}}},
@@ -101,11 +102,15 @@ std::vector<BadInput> badInputs() {
       {F, "inspect_schedule_into_missing_directory", {"inspect", "ok.plan", "--schedule", "nodir/s.svg"}, "the directory 'nodir' does not exist"},
       {F, "unknown_flag", {"compile", "ok.textproto", "-o", "out.plan", "--pipline", "2"}, "unknown flag '--pipline'"},
       {F, "missing_output_flag", {"compile", "ok.textproto"}, "-o"},
+      {F, "resume_and_overwrite", trainWith({"--resume", "--overwrite"}), "--resume and --overwrite exclude each other"},
+      {F, "save_every_negative", trainWith({"--save-every", "-1"}), "--save-every must be >= 0, got -1"},
+      {F, "tp_beyond_the_model", trainWith({"--tp", "4096"}), "attention heads 4 (layers.0.attn) not divisible by tp 4096"},
       {V, "no_verb", {}, "no verb given"},
       {V, "unknown_verb", {"trian"}, "unknown verb 'trian' (did you mean 'train'?"},
       {V, "help_for_an_unknown_verb", {"help", "complie"}, "did you mean 'compile'?"},
       {V, "output_directory_missing", {"compile", "ok.textproto", "-o", "nodir/out.plan"}, "the directory 'nodir' does not exist"},
       {V, "output_is_a_directory", {"compile", "ok.textproto", "-o", "out.plan"}, "it is a directory", {{"out.plan/x", ""}}},
+      {V, "out_holds_a_previous_run", train, "holds a previous run (checkpoint.bin); pass --resume to continue it, --overwrite to replace it, or choose another --out", {{"run/checkpoint.bin", ""}}},
       // clang-format on
   };
 }
