@@ -17,8 +17,11 @@ fi
 lock=()
 [ -n "${STRATA_BUILD_LOCK:-}" ] && lock=(flock "$STRATA_BUILD_LOCK")
 start=$SECONDS
-"${lock[@]}" ninja -C $build -j "${SANITIZE_JOBS:-2}"
-echo "sanitize: built in $((SECONDS - start)) s"
+build_rc=0
+# -k 0: a target that does not build fails the run, the others' tests still run.
+"${lock[@]}" ninja -C $build -k 0 -j "${SANITIZE_JOBS:-2}" >$build/build.log 2>&1 || build_rc=$?
+echo "sanitize: built in $((SECONDS - start)) s (rc $build_rc, log: $build/build.log)"
+grep -E "^FAILED:" $build/build.log || true
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -31,4 +34,5 @@ echo "sanitize: ctest ran in $((SECONDS - start)) s (log: $log)"
 grep -E "^(ERROR: AddressSanitizer|ERROR: LeakSanitizer|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer)|runtime error:" "$log" |
   sort | uniq -c | sort -rn | head -40 || true
 sed -n '/tests passed/,$p' "$log"
+[ "$build_rc" -eq 0 ] || exit "$build_rc"
 exit $rc
