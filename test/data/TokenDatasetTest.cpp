@@ -195,10 +195,10 @@ TEST(TokenDataset, ErrorsNameTheFile) {
   writeBytes(text, "abc");
   std::string noDir = tmp.path("no/such/dir");
   EXPECT_EQ(message(TokenDataset::open(text, *abc, noDir)),
-            "cannot write token cache: cannot create '" + noDir +
-                "/input.txt.char.tokens.tmp." + std::to_string(::getpid()) +
-                "': No such file or directory (pass a writable cache "
-                "directory)");
+            "cannot write token cache: " + noDir +
+                "/input.txt.char.tokens: error: cannot write: the directory '" +
+                noDir + "' does not exist (create it first: mkdir -p " + noDir +
+                ") (pass a writable cache directory)");
 }
 
 // nanoGPT's prepare.py for shakespeare_char: "train has 1,003,854 tokens,
