@@ -83,12 +83,7 @@ Graph buildGPT(const ModelConfig &c) {
     x = block(m, x, "layers." + std::to_string(i));
 
   x = layerNorm(m, x, "ln_f");
-  m.setScope("lm_head");
-  ValueId logits =
-      c.tieEmbeddings
-          ? m.matmul(x, wte, /*transposeB=*/true)
-          : m.matmul(x, m.normal("lm_head.w", {H, c.paddedVocab}, c.initStd));
-  m.loss(logits);
+  m.lmHeadLoss(x, wte);
   return g;
 }
 

@@ -79,13 +79,7 @@ Graph buildLlama(const ModelConfig &c) {
     x = block(m, x, "layers." + std::to_string(i));
 
   x = rmsNorm(m, x, "ln_f");
-  m.setScope("lm_head");
-  ValueId logits =
-      c.tieEmbeddings
-          ? m.matmul(x, wte, /*transposeB=*/true)
-          : m.matmul(
-                x, m.normal("lm_head.w", {c.hidden, c.paddedVocab}, c.initStd));
-  m.loss(logits);
+  m.lmHeadLoss(x, wte);
   return g;
 }
 

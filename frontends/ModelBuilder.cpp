@@ -77,4 +77,12 @@ void ModelBuilder::loss(ValueId logits) {
   g_.addOutput(op(OpKind::CrossEntropy, {logits, labels_}));
 }
 
+void ModelBuilder::lmHeadLoss(ValueId x, ValueId wte) {
+  setScope("lm_head");
+  loss(c_.tieEmbeddings
+           ? matmul(x, wte, /*transposeB=*/true)
+           : matmul(x, normal("lm_head.w", {c_.hidden, c_.paddedVocab},
+                              c_.initStd)));
+}
+
 } // namespace strata

@@ -42,6 +42,9 @@ public:
   /// Mean cross-entropy of logits[B,S,Vp] against `labels`, in scope `loss`;
   /// marks it as the graph output.
   void loss(ValueId logits);
+  /// The LM head on the final hidden states x[B,S,H] (x wte^T when the
+  /// embeddings are tied, else x `lm_head.w` [H,Vp]) and its loss.
+  void lmHeadLoss(ValueId x, ValueId wte);
 
   /// The data inputs `tokens` and `labels`, i32[B,S] with `{vocab=V}` (the
   /// real vocabulary; ids are below it).
