@@ -42,7 +42,7 @@ ValueId block(ModelBuilder &m, ValueId x, const std::string &p) {
   auto heads = [&](const char *name, int64_t n, bool rope) {
     ValueId y = linear(m, h, p + ".attn." + name, H, n * D, std);
     y = m.reshape(y, {B, S, n, D});
-    return rope ? m.op(OpKind::Rope, {y}, {{"theta", c.ropeTheta}}) : y;
+    return rope ? m.rope(y) : y;
   };
   ValueId q = heads("q", c.heads, true);
   ValueId k = heads("k", c.kvHeads, true);

@@ -72,6 +72,18 @@ ValueId ModelBuilder::attention(ValueId q, ValueId k, ValueId v) {
   return reshape(a, {c_.microBatch, c_.seq, c_.heads * c_.headDim});
 }
 
+ValueId ModelBuilder::rope(ValueId x) {
+  Attrs attrs{{"theta", c_.ropeTheta}};
+  if (const RopeScaling &r = c_.ropeScaling; r.factor > 0) {
+    attrs.set("scaling", std::string("llama3"));
+    attrs.set("factor", r.factor);
+    attrs.set("low_freq_factor", r.lowFreqFactor);
+    attrs.set("high_freq_factor", r.highFreqFactor);
+    attrs.set("original_max_positions", r.originalMaxPositions);
+  }
+  return op(OpKind::Rope, {x}, std::move(attrs));
+}
+
 void ModelBuilder::loss(ValueId logits) {
   setScope("loss");
   g_.addOutput(op(OpKind::CrossEntropy, {logits, labels_}));

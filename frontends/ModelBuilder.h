@@ -39,6 +39,9 @@ public:
   /// Causal attention of q[B,S,nh,D] over k, v [B,S,nkv,D], scale 1/sqrt(D),
   /// back to [B,S,nh*D].
   ValueId attention(ValueId q, ValueId k, ValueId v);
+  /// Rotate-half RoPE of x[B,S,n,D] with the spec's theta and, when set,
+  /// its Llama-3.1 frequency scaling (docs/models.md).
+  ValueId rope(ValueId x);
   /// Mean cross-entropy of logits[B,S,Vp] against `labels`, in scope `loss`;
   /// marks it as the graph output.
   void loss(ValueId logits);

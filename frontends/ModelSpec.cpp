@@ -51,7 +51,7 @@ std::string closestField(llvm::StringRef name) {
   unsigned bestDist = 3; // suggest only near misses
   for (const gp::Descriptor *d :
        {pb::ModelSpec::descriptor(), pb::Training::descriptor(),
-        pb::Data::descriptor()})
+        pb::Data::descriptor(), pb::RopeScaling::descriptor()})
     for (int i = 0; i < d->field_count(); ++i) {
       unsigned dist = name.edit_distance(d->field(i)->name());
       if (dist < bestDist) {
@@ -66,7 +66,7 @@ std::string closestField(llvm::StringRef name) {
 const gp::FieldDescriptor *findSchemaField(llvm::StringRef name) {
   for (const gp::Descriptor *d :
        {pb::ModelSpec::descriptor(), pb::Training::descriptor(),
-        pb::Data::descriptor()})
+        pb::Data::descriptor(), pb::RopeScaling::descriptor()})
     if (const gp::FieldDescriptor *f = d->FindFieldByName(name.str()))
       return f;
   return nullptr;
@@ -299,6 +299,29 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
                "dimensions; change heads or hidden)");
 }
 
+void checkRopeScaling(Checker &c, const pb::RopeScaling &r, const Fields &f,
+                      const pb::ModelSpec &s) {
+  if (s.family() == pb::ModelSpec::GPT) {
+    c.fail(f, "type",
+           "GPT has learned positions, no RoPE to scale (remove rope_scaling)");
+    return;
+  }
+  if (r.type() != pb::RopeScaling::LLAMA3)
+    c.fail(f, "type", "rope_scaling needs type: LLAMA3 (the only RoPE "
+                      "scaling strata implements)");
+  c.check(f, "factor", r.factor(), r.factor() > 0, "positive");
+  c.check(f, "low_freq_factor", r.low_freq_factor(), r.low_freq_factor() > 0,
+          "positive");
+  c.check(f, "high_freq_factor", r.high_freq_factor(),
+          r.high_freq_factor() > r.low_freq_factor(),
+          "greater than low_freq_factor (the blend divides by their "
+          "difference)");
+  c.range(f, "original_max_position_embeddings",
+          r.original_max_position_embeddings(), 1, INT64_MAX,
+          "the context length the model was pretrained with, 8192 for "
+          "Llama 3.1");
+}
+
 void checkTraining(Checker &c, const pb::Training &t, const Fields &f) {
   c.range(f, "steps", t.steps(), 1, INT64_MAX, "optimizer steps to run");
   c.check(f, "lr", t.lr(), t.lr() >= 0, "non-negative");
@@ -358,6 +381,9 @@ llvm::Error checkSpec(const pb::ModelSpec &s, llvm::StringRef file,
     checkTraining(c, s.training(), {s.training(), nested("training")});
   if (s.has_data())
     checkData(c, s.data(), {s.data(), nested("data")}, s);
+  if (s.has_rope_scaling())
+    checkRopeScaling(c, s.rope_scaling(),
+                     {s.rope_scaling(), nested("rope_scaling")}, s);
   return c.take();
 }
 
@@ -412,6 +438,11 @@ ModelConfig resolveModelSpec(const pb::ModelSpec &s) {
   c.dropout = s.dropout();
   c.normEps = s.norm_eps();
   c.ropeTheta = s.rope_theta();
+  if (s.has_rope_scaling()) {
+    const pb::RopeScaling &r = s.rope_scaling();
+    c.ropeScaling = {r.factor(), r.low_freq_factor(), r.high_freq_factor(),
+                     r.original_max_position_embeddings()};
+  }
   c.initStd = s.init_std();
   c.tieEmbeddings = s.has_tie_embeddings() ? s.tie_embeddings() : c.isGPT();
   c.slidingWindow = s.sliding_window();

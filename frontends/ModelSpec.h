@@ -20,6 +20,15 @@
 
 namespace strata {
 
+/// Llama-3.1 RoPE frequency scaling (spec field `rope_scaling`, transformers'
+/// rope_type "llama3"); factor 0 means none.
+struct RopeScaling {
+  double factor = 0;
+  double lowFreqFactor = 0;
+  double highFreqFactor = 0;
+  int64_t originalMaxPositions = 0;
+};
+
 /// A checked spec with every default resolved.
 struct ModelConfig {
   pb::ModelSpec::Family family = pb::ModelSpec::GPT;
@@ -37,6 +46,7 @@ struct ModelConfig {
   double dropout = 0;
   double normEps = 0;
   double ropeTheta = 0;
+  RopeScaling ropeScaling;
   double initStd = 0;
   bool tieEmbeddings = false;
   int64_t slidingWindow = 0; // Mistral: keys visible to each query; 0 all

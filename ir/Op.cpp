@@ -314,10 +314,28 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     }
     return Types{q};
   }
-  case OpKind::Rope:
+  case OpKind::Rope: {
     if (in[0].rank() != 4 || in[0].shape[3] % 2)
       return err("rope wants x[B,S,H,D] with even D, got " + in[0].str());
+    bool scaled = attrs.has("scaling");
+    if (scaled && attrs.getString("scaling") != "llama3")
+      return err("rope 'scaling' must be \"llama3\" (the only frequency "
+                 "scaling strata implements)");
+    for (const char *a : {"factor", "low_freq_factor", "high_freq_factor",
+                          "original_max_positions"})
+      if (attrs.has(a) != scaled)
+        return err(llvm::Twine("rope '") + a + "' " +
+                   (scaled ? "is required by scaling=\"llama3\""
+                           : "is a scaling attribute: it needs scaling=\"llama3\""));
+    if (scaled && !(attrs.getFloat("factor") > 0 &&
+                    attrs.getFloat("low_freq_factor") > 0 &&
+                    attrs.getFloat("high_freq_factor") >
+                        attrs.getFloat("low_freq_factor") &&
+                    attrs.getInt("original_max_positions") > 0))
+      return err("rope llama3 scaling needs factor > 0, high_freq_factor > "
+                 "low_freq_factor > 0 and original_max_positions > 0");
     return firstType();
+  }
   case OpKind::Dropout: case OpKind::DropoutGrad: {
     double p = attrs.getFloat("p");
     if (p < 0 || p >= 1) return err("dropout 'p' must be in [0, 1)");

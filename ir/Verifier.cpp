@@ -48,7 +48,10 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   static constexpr AttrSpec kAttention[] = {
       {"causal", K::Bool}, {"scale", K::Float}, {"window", K::Int}};
   static constexpr AttrSpec kRope[] = {
-      {"theta", K::Float}, {"inverse", K::Bool}, {"pos_offset", K::Int}};
+      {"theta", K::Float},           {"inverse", K::Bool},
+      {"pos_offset", K::Int},        {"scaling", K::String},
+      {"factor", K::Float},          {"low_freq_factor", K::Float},
+      {"high_freq_factor", K::Float}, {"original_max_positions", K::Int}};
   static constexpr AttrSpec kDropout[] = {{"p", K::Float}, {"stream", K::Int}};
   static constexpr AttrSpec kCrossEntropy[] = {{"vocab_start", K::Int}};
   static constexpr AttrSpec kAdamW[] = {{"beta1", K::Float},

@@ -1,5 +1,6 @@
 //===- HfConfig.cpp - Hugging Face config.json <-> strata model spec ------===//
 #include "frontends/hf/HfConfig.h"
+#include "frontends/hf/HfRopeScaling.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -178,7 +179,7 @@ llvm::Error readGpt2(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
 /// Llama, and Mistral (`mistral`): Llama's architecture with sliding-window
 /// attention and without rope_scaling, biases or pretraining_tp.
 llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
-                      bool mistral) {
+                      bool mistral, llvm::StringRef path) {
   pb::ModelSpec &s = out.spec;
   s.set_family(pb::ModelSpec::LLAMA);
   int64_t v, h, ffn, l, nh, nkv = 0, npos;
@@ -221,9 +222,8 @@ llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
     out.passthrough["model_type"] = "mistral";
     return llvm::Error::success();
   }
-  TRY(f.only("rope_scaling", nullptr,
-             "strata's rope op has no frequency scaling (linear, dynamic or "
-             "Llama-3.1's \"llama3\"); only rope_theta"));
+  // Llama-3.1's "llama3" frequency scaling; other types are errors.
+  TRY(readHfRopeScaling(f.take("rope_scaling"), path, s));
   TRY(f.only("attention_bias", false, "strata's Llama projections have no biases"));
   TRY(f.only("mlp_bias", false, "strata's Llama MLP has no biases"));
   // pretraining_tp > 1 splits the projections into slices whose results are
@@ -236,7 +236,8 @@ llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
 /// attention + MLP, rotary, no biases. The KV heads follow from the
 /// architecture flags: new_decoder_architecture reads num_kv_heads (and has
 /// two norms per block), multi_query means one, otherwise one per head.
-llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
+llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o,
+                       llvm::StringRef path) {
   pb::ModelSpec &s = out.spec;
   s.set_family(pb::ModelSpec::FALCON);
   int64_t v, h, l, nh, nkv = 0, npos = 2048;
@@ -270,7 +271,7 @@ llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o) 
   TRY(f.only("bias", false, "strata's Falcon linears have no biases"));
   TRY(f.only("apply_residual_connection_post_layernorm", false,
              "strata adds the block input, not its norm, to the residual"));
-  TRY(f.only("rope_scaling", nullptr, "strata's rope op has no frequency scaling"));
+  TRY(readHfRopeScaling(f.take("rope_scaling"), path, s));
   double eps = 1e-5, theta = 10000, std = 0.02, drop = 0, attnDrop = 0;
   TRY(f.number("layer_norm_epsilon", eps, 0, 1));
   TRY(f.number("rope_theta", theta, 1, INFINITY));
@@ -307,9 +308,9 @@ llvm::Expected<HfModelConfig> parseHfConfig(const llvm::json::Object &config,
   if (mt == "gpt2") {
     TRY(readGpt2(f, out, options));
   } else if (mt == "falcon") {
-    TRY(readFalcon(f, out, options));
+    TRY(readFalcon(f, out, options, path));
   } else if (mt == "llama" || mt == "mistral") {
-    TRY(readLlama(f, out, options, mt == "mistral"));
+    TRY(readLlama(f, out, options, mt == "mistral", path));
   } else {
     return f.error("model_type", "unsupported architecture \"" + mt +
                                      "\" (strata imports \"gpt2\", \"llama\", "
@@ -352,7 +353,7 @@ makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough) {
         {"multi_query", !newArch && c.kvHeads == 1 && c.heads > 1},
         {"parallel_attn", true}, {"alibi", false}, {"bias", false},
         {"max_position_embeddings", c.seq}, {"layer_norm_epsilon", c.normEps},
-        {"rope_theta", c.ropeTheta}, {"rope_scaling", nullptr},
+        {"rope_theta", c.ropeTheta}, {"rope_scaling", makeHfRopeScaling(c)},
         {"hidden_dropout", c.dropout}, {"attention_dropout", 0.0},
         {"initializer_range", c.initStd}};
   } else if (c.isGPT()) {
@@ -379,11 +380,15 @@ makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough) {
         {"max_position_embeddings", c.seq}, {"rms_norm_eps", c.normEps},
         {"rope_theta", c.ropeTheta}, {"attention_dropout", 0.0},
         {"initializer_range", c.initStd}};
+    if (mistral && c.ropeScaling.factor > 0)
+      return fail("a Mistral model (sliding window) with rope_scaling has no "
+                  "MistralConfig (transformers 4.38's Mistral has no "
+                  "rope_scaling; remove one of the two)");
     if (mistral) {
       j["sliding_window"] = c.slidingWindow > 0 ? llvm::json::Value(c.slidingWindow)
                                                 : llvm::json::Value(nullptr);
     } else {
-      j["rope_scaling"] = nullptr;
+      j["rope_scaling"] = makeHfRopeScaling(c);
       j["attention_bias"] = false;
     }
   }

@@ -343,10 +343,17 @@ template <typename T> struct RopeK {
     double theta = a.attrs().getFloat("theta", 10000.0);
     int64_t pos = a.attrs().getInt("pos_offset") +
                   globalBlock(a, a.node.results[0]).offsets[1];
+    k::RopeScaling sc; // {scaling="llama3", ...} (ir/Ops.def); else none
+    if (a.attrs().has("scaling")) {
+      sc.factor = a.attrs().getFloat("factor");
+      sc.lowFreqFactor = a.attrs().getFloat("low_freq_factor");
+      sc.highFreqFactor = a.attrs().getFloat("high_freq_factor");
+      sc.originalMaxPositions = a.attrs().getInt("original_max_positions");
+    }
     if (a.attrs().getBool("inverse"))
-      k::ropeBwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos);
+      k::ropeBwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos, sc);
     else
-      k::ropeFwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos);
+      k::ropeFwd(a.i<T>(0), a.o<T>(0), s[0], s[1], s[2], s[3], theta, pos, sc);
     return ok();
   }
 };

@@ -169,12 +169,17 @@ void CachedDecoder::block(const LayerWeights &l, int64_t layer,
   linear(h, l.qW, l.qB, q, n, H, Hq * D);
   linear(h, l.kW, l.kB, k, n, H, Hkv * D);
   linear(h, l.vW, l.vB, v, n, H, Hkv * D);
+  kernels::RopeScaling sc; // Llama-3.1 frequencies, as the graph's rope computes them
+  if (c.ropeScaling.factor > 0)
+    sc = {c.ropeScaling.factor, c.ropeScaling.lowFreqFactor,
+          c.ropeScaling.highFreqFactor, c.ropeScaling.originalMaxPositions};
   for (int64_t r = 0; r < n; ++r) {
     const Row &row = rows[size_t(r)];
     if (!c.isGPT()) {
-      ropeFwd(q + r * Hq * D, q + r * Hq * D, 1, 1, Hq, D, c.ropeTheta, row.pos);
+      ropeFwd(q + r * Hq * D, q + r * Hq * D, 1, 1, Hq, D, c.ropeTheta, row.pos,
+              sc);
       ropeFwd(k + r * Hkv * D, k + r * Hkv * D, 1, 1, Hkv, D, c.ropeTheta,
-              row.pos);
+              row.pos, sc);
     }
     float *K = kvAt(row.slot, layer), *V = K + kvStride_;
     for (int64_t g = 0; g < Hkv; ++g) {

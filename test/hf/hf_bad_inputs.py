@@ -108,9 +108,25 @@ def main():
     edit_config(d, activation_function="relu")
     expect_error(S, ["import-hf", d, "-o", o], ["field \"activation_function\"", "\"relu\""], o)
 
-    d, o = case(sharded)
-    edit_config(d, rope_scaling={"type": "linear", "factor": 2.0})
-    expect_error(S, ["import-hf", d, "-o", o], ["field \"rope_scaling\"", "no frequency scaling"], o)
+    # rope_scaling: only Llama-3.1's "llama3", complete and with nothing else.
+    llama3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+              "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    for scaling, needles in [
+            ({"type": "linear", "factor": 2.0}, ["unsupported rope_type \"linear\""]),
+            ({"rope_type": "dynamic", "factor": 2.0}, ["unsupported rope_type \"dynamic\""]),
+            ({"rope_type": "yarn", "factor": 4.0}, ["unsupported rope_type \"yarn\""]),
+            ({"factor": 2.0}, ["no \"rope_type\""]),
+            (dict(llama3, type="linear"), ["\"type\" \"linear\"", "disagree"]),
+            ({k: v for k, v in llama3.items() if k != "low_freq_factor"},
+             ["missing \"low_freq_factor\""]),
+            (dict(llama3, factor=0), ["key \"factor\"", "positive"]),
+            (dict(llama3, original_max_position_embeddings=8192.5),
+             ["key \"original_max_position_embeddings\"", "integer"]),
+            (dict(llama3, attention_factor=1.0), ["key \"attention_factor\""]),
+            (dict(llama3, high_freq_factor=1.0), ["high_freq_factor", "greater than low_freq_factor"])]:
+        d, o = case(sharded)
+        edit_config(d, rope_scaling=scaling)
+        expect_error(S, ["import-hf", d, "-o", o], ["field \"rope_scaling\""] + needles, o)
 
     d, o = case(sharded)
     edit_config(d, num_key_value_heads=3)

@@ -17,7 +17,7 @@
 #include "ir/IRText.h"
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 
 #include "gtest/gtest.h"
@@ -118,9 +118,9 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
     FAIL() << llvm::toString(std::move(v)) << "\n" << graphToString(g);
 
   CpuDevice dev;
-  auto bwdInterp = Interpreter::create(g, dev);
+  auto bwdInterp = Executable::create(g, dev);
   ASSERT_TRUE(bool(bwdInterp)) << llvm::toString(bwdInterp.takeError());
-  auto fwdInterp = Interpreter::create(fwd, dev);
+  auto fwdInterp = Executable::create(fwd, dev);
   ASSERT_TRUE(bool(fwdInterp)) << llvm::toString(fwdInterp.takeError());
   auto outs = (*bwdInterp)->runHost(values);
   ASSERT_TRUE(bool(outs)) << llvm::toString(outs.takeError());
@@ -264,6 +264,13 @@ std::vector<GradCase> cases() {
       {"rope", {in("x", {1, 3, 2, 4})}, op(O::Rope, {{"theta", 10000.0}})},
       {"rope_offset", {in("x", {1, 3, 2, 4})},
        op(O::Rope, {{"theta", 100.0}, {"pos_offset", int64_t(5)}})},
+      // Llama-3.1 frequencies (kept, blended and divided pairs at D = 16,
+      // L = 64): the gradient rope carries the same scaling attributes.
+      {"rope_llama3", {in("x", {1, 3, 2, 16})},
+       op(O::Rope, {{"theta", 10000.0}, {"pos_offset", int64_t(40)},
+                    {"scaling", std::string("llama3")}, {"factor", 8.0},
+                    {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                    {"original_max_positions", int64_t(64)}})},
       {"dropout", {in("x", s234)}, op(O::Dropout, {{"p", 0.25}, {"stream", int64_t(3)}})},
       {"cross_entropy", {in("logits", {2, 3, 5}), ids("labels", {2, 3}, 5)},
        op(O::CrossEntropy)},
