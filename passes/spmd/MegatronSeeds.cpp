@@ -12,9 +12,14 @@
 // Axes of size 1 split nothing. With sp=1 every norm's input and output is
 // annotated [dp,tp,_] (sequence parallelism, Korthikanti et al. 2022).
 //
-// Grouped-query attention: KV heads must divide by tp, as in Megatron-LM
-// (each rank keeps whole query groups); replicating KV heads when tp exceeds
-// their count is not supported and is reported as an error with the fix.
+// Grouped-query attention: when tp divides the KV heads each rank keeps
+// whole query groups with their KV heads (attn.{k,v} column-parallel, as in
+// Megatron-LM). When tp is a multiple of the KV heads (Falcon-7B's single
+// KV head, a Llama with kv_heads < tp) the KV heads are replicated, as
+// Megatron does: attn.{k,v}.{w,b} stay whole on every tp rank, and the spmd
+// pass's attention rule gives each rank the KV head its query heads use,
+// with the copies' gradients summed over tp (NormAttention.cpp). Other
+// ratios are an error with the fix.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/spmd/Spmd.h"
@@ -32,10 +37,13 @@ llvm::Error err(const llvm::Twine &msg) {
 
 enum class Role { Whole, Column, ColumnBias, Row, VocabRows, VocabCols };
 
-Role roleOf(llvm::StringRef name) {
+/// `replicateKv`: the K/V projections stay whole (KV heads replicated).
+Role roleOf(llvm::StringRef name, bool replicateKv) {
   auto is = [&](llvm::StringRef suffix) {
     return name == suffix || name.endswith(("." + suffix).str());
   };
+  for (const char *s : {"attn.k.w", "attn.v.w", "attn.k.b", "attn.v.b"})
+    if (replicateKv && is(s)) return Role::Whole;
   for (const char *s : {"attn.q.w", "attn.k.w", "attn.v.w", "mlp.fc1.w",
                         "mlp.gate.w", "mlp.up.w"})
     if (is(s)) return Role::Column;
@@ -63,7 +71,10 @@ std::pair<int64_t, const char *> splitDim(Role r) {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-llvm::Error checkHeads(const Graph &g, int64_t tp) {
+/// Checks the heads against tp; sets `replicateKv` when some attention has
+/// fewer KV heads than tp (tp a multiple of them).
+llvm::Error checkHeads(const Graph &g, int64_t tp, bool &replicateKv) {
+  replicateKv = false;
   for (const Node &n : g.nodes()) {
     if (n.op != OpKind::Attention) continue;
     int64_t nh = g.type(n.operands[0]).shape[2];
@@ -73,12 +84,15 @@ llvm::Error checkHeads(const Graph &g, int64_t tp) {
                  ") not divisible by tp " + str(tp) +
                  " (each tp rank computes heads/tp whole heads; use a tp that "
                  "divides " + str(nh) + ")");
-    if (nkv % tp)
+    if (nkv % tp && tp % nkv)
       return err("KV heads " + str(nkv) + " (" + n.scope +
-                 ") not divisible by tp " + str(tp) +
-                 " (each tp rank keeps whole KV head groups, as in "
-                 "Megatron-LM; replicating KV heads is not supported; use a "
-                 "tp that divides " + str(nkv) + ")");
+                 ") neither divisible by tp " + str(tp) +
+                 " nor dividing it (each tp rank keeps whole KV head groups, "
+                 "or one replicated KV head when tp is a multiple of the KV "
+                 "heads, as in Megatron-LM; use a tp that divides " +
+                 str(nkv) + " or a multiple of " + str(nkv) + " dividing " +
+                 str(nh) + ")");
+    replicateKv |= nkv % tp != 0;
   }
   return llvm::Error::success();
 }
@@ -104,14 +118,15 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
                ", dp=" + str(o.dp) + ")");
   if (g.partitioned)
     return err("the graph is already partitioned (seed the logical graph)");
-  if (auto e = checkHeads(g, o.tp)) return e;
+  bool replicateKv = false;
+  if (auto e = checkHeads(g, o.tp, replicateKv)) return e;
 
   llvm::DenseMap<ValueId, Sharding> seeds;
   for (ValueId v : g.inputs()) {
     const Value &in = g.value(v);
     Sharding s = Sharding::replicated(in.type.rank());
     if (in.isParam()) {
-      Role role = roleOf(in.name);
+      Role role = roleOf(in.name, replicateKv);
       auto [dim, what] = splitDim(role);
       if (dim >= 0 && dim < in.type.rank() && o.tp > 1) {
         if (in.type.shape[dim] % o.tp)

@@ -17,8 +17,9 @@
 4. `strata export-hf` (the "gpt2_untied" case in 20 KB shards) then
    from_pretrained: every tensor equals the original bit for bit, hence the
    logits too; import(export(x)) gives a byte-identical checkpoint.bin.
-5. `strata verify` of the imported spec: tp 2 x pp 2 with --sp (pp 2 alone
-   for the single-KV-head Falcon).
+5. `strata verify` of the imported spec: tp 2 x pp 2 with --sp, and tp 4
+   --sp for the Falcon-7B (1 KV head) and Llama (2 KV heads) cases, whose
+   KV heads tp 4 replicates.
 6. For HfGradTest.cpp: an import without vocab padding and transformers'
    loss and gradients (strata's names and layouts, hf_models.to_strata) on
    one batch, as a tensor archive in DIR/grads.
@@ -174,12 +175,15 @@ def main():
     print("import(export(x)) == x, byte for byte")
 
     # The imported spec trains in parallel like the serial run, tensor by
-    # tensor (strata verify): tp 2 x pp 2 with sequence parallelism; no tp
-    # for Falcon-7B's single KV head (strata's tp keeps whole KV heads per
-    # rank): pp 2 alone there.
-    par = ["--pp", "2", "--microbatches", "2"] if a.case == "falcon" else ["--tp", "2", "--pp", "2", "--sp"]
-    r = run([S, "verify", d("imported", "model.textproto")] + par)
-    print(" ".join(par) + ": " + r.stdout.strip().splitlines()[-1])
+    # tensor (strata verify): tp 2 x pp 2 with sequence parallelism; tp 4
+    # too where it exceeds the KV heads (Falcon-7B's one, the Llama's two:
+    # replicated KV heads).
+    pars = [["--tp", "2", "--pp", "2", "--sp"]]
+    if a.case in ("falcon", "llama"):
+        pars.append(["--tp", "4", "--sp"])
+    for par in pars:
+        r = run([S, "verify", d("imported", "model.textproto")] + par)
+        print(" ".join(par) + ": " + r.stdout.strip().splitlines()[-1])
 
     # 5. Loss and gradients for HfGradTest (no padding: strata's loss then
     # is transformers' cross-entropy over the same vocabulary).

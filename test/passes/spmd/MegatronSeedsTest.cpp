@@ -157,11 +157,13 @@ INSTANTIATE_TEST_SUITE_P(
                   8, 1, false, "attention heads 4 (layers.0.attn) not divisible by tp 8",
                   "use a tp that divides 4"},
         BadLayout{"kv_heads",
+                  // 3 KV heads over tp 4: neither whole groups nor replicas.
                   R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
-                       hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 24
+                       hidden: 24 layers: 1 heads: 12 kv_heads: 3 ffn: 24
                        seq_len: 8 micro_batch: 4)pb",
-                  4, 1, false, "KV heads 2 (layers.0.attn) not divisible by tp 4",
-                  "use a tp that divides 2"},
+                  4, 1, false,
+                  "KV heads 3 (layers.0.attn) neither divisible by tp 4 nor dividing it",
+                  "use a tp that divides 3 or a multiple of 3 dividing 12"},
         BadLayout{"ffn",
                   R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 16 layers: 1 heads: 4 kv_heads: 4 ffn: 30

@@ -37,6 +37,13 @@ constexpr const char *kLlama = R"pb(
   dropout: 0.1
 )pb";
 
+// Falcon-7B's layout: one KV head (multi-query), replicated over tp.
+constexpr const char *kFalcon7b = R"pb(
+  name: "falcon-spmd" family: FALCON vocab_size: 30
+  make_vocab_size_divisible_by: 16 hidden: 16 layers: 2 heads: 4 kv_heads: 1
+  seq_len: 8 micro_batch: 4 dropout: 0.1
+)pb";
+
 /// The model's microbatch graph (forward + backward) in f64.
 Graph microbatchGraph(const char *specText) {
   auto spec = parseModelSpec(specText, "spec");
@@ -130,7 +137,12 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"llama_tp2", kLlama, opts(2, 1, false)},
                     Case{"llama_tp2_sp", kLlama, opts(2, 1, true)},
                     Case{"llama_tp2_dp2", kLlama, opts(2, 2, false)},
-                    Case{"llama_tp2_dp2_sp", kLlama, opts(2, 2, true)}),
+                    Case{"llama_tp2_dp2_sp", kLlama, opts(2, 2, true)},
+                    // KV heads replicated: 2 over tp 4, 1 over tp 2 and 4.
+                    Case{"llama_tp4_kv_replicated", kLlama, opts(4, 1, false)},
+                    Case{"llama_tp4_dp2_sp_kv_replicated", kLlama, opts(4, 2, true)},
+                    Case{"falcon7b_tp2_sp", kFalcon7b, opts(2, 1, true)},
+                    Case{"falcon7b_tp4_dp2", kFalcon7b, opts(4, 2, false)}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace
