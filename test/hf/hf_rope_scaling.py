@@ -30,6 +30,10 @@ regimes (f_0 kept, f_1 blended, f_2.. divided), and positions run to 31.
    shard rotates from its global position with the scaled table).
 5. For HfGradTest (case llama31): the patched model's loss and every
    gradient on one batch, as hf_parity.py writes them.
+6. Greedy `strata generate` (key/value-cache decoder, and --no-kv-cache)
+   of a second patched model (byte vocabulary, weights spread as in
+   test/generate/hf_generate_test.py so that greedy decoding does not
+   repeat one token) equals transformers' generate(), token for token.
 """
 
 import argparse
@@ -38,6 +42,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -169,6 +174,56 @@ def main():
     arch.update({"grad." + k: v for k, v in mapped.items()})
     tensor_archive.write(d("grads"), arch)
     print("wrote %d gradients for HfGradTest" % len(mapped))
+
+    check_generate(S, a.out)
+
+
+def check_generate(S, out):
+    """Step 6: cached and uncached greedy generation against transformers."""
+    import transformers
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        rope_theta=500000.0, rms_norm_eps=1e-5, attn_implementation="eager"))
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.copy_(1.0 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                std = 0.25 if "embed" in name else min(p.shape) ** -0.5
+                p.copy_(std * torch.randn(p.shape, generator=g))
+    model.eval()
+    patch_rope(model, llama3_inv_freq(16, 500000.0, SCALING))
+    model.save_pretrained(os.path.join(out, "gen_hf"), safe_serialization=True)
+    with open(os.path.join(out, "gen_hf", "config.json")) as f:
+        config = json.load(f)
+    config["rope_scaling"] = SCALING
+    with open(os.path.join(out, "gen_hf", "config.json"), "w") as f:
+        json.dump(config, f)
+    run([S, "import-hf", os.path.join(out, "gen_hf"), "-o", os.path.join(out, "gen")])
+    prompts, new = ["ROMEO:", "To be, or not"], 24
+    for extra in ([], ["--no-kv-cache"]):
+        args = [S, "generate", os.path.join(out, "gen", "checkpoint.bin"), "--json",
+                "--tokenizer", "byte", "--tokens", str(new), "--temperature", "0",
+                "--context", "stop"] + extra
+        for p in prompts:
+            args += ["--prompt", p]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            sys.exit("FAIL: %s\n%s" % (" ".join(args), r.stderr))
+        got = [json.loads(line)["tokens"] for line in r.stdout.strip().split("\n")]
+        for i, p in enumerate(prompts):
+            ids = torch.tensor([list(p.encode())])
+            ref = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new,
+                                 do_sample=False, use_cache=True,
+                                 pad_token_id=0)[0, ids.shape[1]:].tolist()
+            if got[i] != ref or len(set(ref)) <= 5:
+                sys.exit("FAIL generate %s %r: strata %s, transformers %s"
+                         % (extra, p, got[i], ref))
+    print("generate (cached and uncached): %d prompts x %d greedy tokens equal transformers"
+          % (len(prompts), new))
 
 
 if __name__ == "__main__":
