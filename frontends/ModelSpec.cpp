@@ -299,16 +299,19 @@ void checkModel(Checker &c, const pb::ModelSpec &s, const Fields &f) {
                "dimensions; change heads or hidden)");
 }
 
+/// `f` holds rope_scaling's fields, `spec` the spec's (errors about the
+/// message as a whole point at `rope_scaling` there).
 void checkRopeScaling(Checker &c, const pb::RopeScaling &r, const Fields &f,
-                      const pb::ModelSpec &s) {
+                      const pb::ModelSpec &s, const Fields &spec) {
   if (s.family() == pb::ModelSpec::GPT) {
-    c.fail(f, "type",
+    c.fail(spec, "rope_scaling",
            "GPT has learned positions, no RoPE to scale (remove rope_scaling)");
     return;
   }
   if (r.type() != pb::RopeScaling::LLAMA3)
-    c.fail(f, "type", "rope_scaling needs type: LLAMA3 (the only RoPE "
-                      "scaling strata implements)");
+    c.fail(r.has_type() ? f : spec, r.has_type() ? "type" : "rope_scaling",
+           "rope_scaling needs type: LLAMA3 (the only RoPE scaling strata "
+           "implements)");
   c.check(f, "factor", r.factor(), r.factor() > 0, "positive");
   c.check(f, "low_freq_factor", r.low_freq_factor(), r.low_freq_factor() > 0,
           "positive");
@@ -383,7 +386,7 @@ llvm::Error checkSpec(const pb::ModelSpec &s, llvm::StringRef file,
     checkData(c, s.data(), {s.data(), nested("data")}, s);
   if (s.has_rope_scaling())
     checkRopeScaling(c, s.rope_scaling(),
-                     {s.rope_scaling(), nested("rope_scaling")}, s);
+                     {s.rope_scaling(), nested("rope_scaling")}, s, {s, tree});
   return c.take();
 }
 

@@ -127,6 +127,11 @@ def main():
         d, o = case(sharded)
         edit_config(d, rope_scaling=scaling)
         expect_error(S, ["import-hf", d, "-o", o], ["field \"rope_scaling\""] + needles, o)
+    # Falcon reads rope_scaling the same way.
+    d, o = case(falcon)
+    edit_config(d, rope_scaling={"type": "dynamic", "factor": 2.0})
+    expect_error(S, ["import-hf", d, "-o", o],
+                 ["field \"rope_scaling\"", "unsupported rope_type \"dynamic\""], o)
 
     d, o = case(sharded)
     edit_config(d, num_key_value_heads=3)
