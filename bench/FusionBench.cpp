@@ -17,7 +17,7 @@
 #include "frontends/Models.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 
 #include <benchmark/benchmark.h>
@@ -47,7 +47,7 @@ Graph microbatchGraph(const char *example, Build build) {
 void BM_Microbatch(benchmark::State &state, const char *example, Build build) {
   Graph g = microbatchGraph(example, build);
   CpuDevice cpu;
-  auto interp = Interpreter::create(g, cpu);
+  auto interp = Executable::create(g, cpu);
   if (!interp)
     llvm::report_fatal_error(llvm::StringRef(toString(interp.takeError())));
   // Parameters ~N(0, 0.02) like a fresh model; tokens and labels in range.

@@ -24,7 +24,7 @@
 namespace strata {
 
 /// The plan format this build writes, and the newest it reads.
-inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint32_t kPlanFormatVersion = 2;
 /// Recorded in every plan (Plan.strata_version).
 inline constexpr const char *kStrataVersion = "0.1.0";
 inline constexpr size_t kPlanHeaderSize = 24;

@@ -39,7 +39,7 @@ public:
 
   /// Readies what this device builds per graph before the graph's first
   /// launch (the CPU compiles the generated kernels of fused nodes), so
-  /// errors surface here. Interpreter::create calls it.
+  /// errors surface here. Executable::create calls it.
   virtual llvm::Error prepare(const Graph &g) { return llvm::Error::success(); }
 
   /// Whether device buffers are plain host memory (CPU devices), so host
@@ -52,6 +52,8 @@ public:
   /// Asynchronous copies, ordered with launches.
   virtual void copyFromHost(void *dst, const void *src, int64_t bytes) = 0;
   virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
+  /// Device to device, within this device's memory.
+  virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
   virtual void fill(void *dst, int64_t bytes, int value) = 0;
 
   /// Enqueues the kernel of `node`: operands[i] / results[i] point to device

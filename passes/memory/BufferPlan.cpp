@@ -12,26 +12,33 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
     ValueId v;
     int64_t first, last, bytes;
   };
+  BufferPlan plan;
+  plan.root.resize(g.numValues());
+  for (ValueId v = 0; v < ValueId(g.numValues()); ++v)
+    plan.root[v] = v;
+  for (const Node &n : g.nodes())
+    if (n.op == OpKind::Reshape)
+      plan.root[n.results[0]] = plan.root[n.operands[0]];
+  // Liveness over the uses of every alias of a stored value.
   std::vector<int64_t> last(g.numValues(), -1);
   std::vector<bool> isOutput(g.numValues(), false);
   for (int64_t n = 0; n < end; ++n)
     for (ValueId v : g.node(n).operands)
-      last[v] = n;
+      last[plan.root[v]] = n;
   for (ValueId v : g.outputs()) {
     isOutput[v] = true;
-    last[v] = end;
+    last[plan.root[v]] = end;
   }
   std::vector<Interval> intervals;
   for (int64_t n = 0; n < end; ++n)
     for (ValueId v : g.node(n).results) {
-      if (isOutput[v] && !o.outputsInArena)
+      if (plan.root[v] != v || (isOutput[v] && !o.outputsInArena))
         continue;
       int64_t bytes =
           (g.type(v).bytes() + o.alignment - 1) / o.alignment * o.alignment;
       intervals.push_back({v, n, std::max(last[v], n), bytes});
     }
 
-  BufferPlan plan;
   // Live bytes per node as a running sum of +bytes at first, -bytes after
   // last: linear in nodes + values.
   std::vector<int64_t> delta(end + 2, 0);

@@ -6,8 +6,11 @@
 // (inclusive, so a result never shares memory with an operand of its own
 // node); graph outputs stay live to the end. Intervals are packed first-fit,
 // largest first, each buffer aligned to 64 bytes: the planner the CPU
-// Interpreter uses today (runtime/Interpreter.cpp), here so that the plan
-// carries the offsets and the runtime can allocate from it.
+// Executable runs from (runtime/Executable.h): the plan carries the offsets
+// and the runtime allocates from it.
+//
+// A reshape is a view: its result aliases its operand's storage (`root`),
+// is never launched, and keeps that storage live as long as any alias is.
 //
 // Outputs may instead live outside the arena (`outputsInArena = false`):
 // a forward program's outputs are its stash, which lives in per-microbatch
@@ -33,6 +36,9 @@ struct BufferPlan {
   /// Per value (by ValueId: inputs, then node results in order): its offset
   /// in the arena, or -1 for inputs and outputs kept outside it.
   std::vector<int64_t> offsets;
+  /// Per value: the value whose storage it uses (itself, or for a reshape
+  /// the root of its operand).
+  std::vector<ValueId> root;
   int64_t arenaBytes = 0;
   /// The most bytes (aligned) live at once: a lower bound on arenaBytes.
   int64_t peakLiveBytes = 0;

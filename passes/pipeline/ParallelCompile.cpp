@@ -70,9 +70,6 @@ llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
 
 llvm::Expected<CompiledPipeline>
 compilePipeline(const Graph &forward, const ParallelCompileOptions &o) {
-  if (o.distributedOptimizer && o.pp > 1)
-    return err("the distributed optimizer is not supported with pipeline "
-               "parallelism yet (drop --distributed-optimizer, or use pp 1)");
   auto micro = microbatchGraph(forward, o);
   if (!micro)
     return micro.takeError();

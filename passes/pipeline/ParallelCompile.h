@@ -38,8 +38,8 @@ struct ParallelCompileOptions {
   int64_t memoryBudget = -1;
   SavedStateModel savedState = SavedStateModel::Strata;
   OptimizerConfig optimizer;
-  /// ZeRO-1 optimizer programs (passes/spmd/DistributedOptimizer.h); not
-  /// with pp > 1 yet.
+  /// ZeRO-1 optimizer programs (passes/spmd/DistributedOptimizer.h), with
+  /// any pp.
   bool distributedOptimizer = false;
   /// Fuse the stage and optimizer programs (passes/fusion) before memory
   /// planning, so the plan counts the buffers the fused programs use.

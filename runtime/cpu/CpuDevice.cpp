@@ -51,6 +51,10 @@ void CpuDevice::copyToHost(void *dst, const void *src, int64_t bytes) {
   copyFromHost(dst, src, bytes);
 }
 
+void CpuDevice::copy(void *dst, const void *src, int64_t bytes) {
+  copyFromHost(dst, src, bytes);
+}
+
 void CpuDevice::fill(void *dst, int64_t bytes, int value) {
   enqueue([=] {
     std::memset(dst, value, bytes);

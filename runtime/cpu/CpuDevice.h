@@ -33,6 +33,7 @@ public:
   void deallocate(void *ptr) override;
   void copyFromHost(void *dst, const void *src, int64_t bytes) override;
   void copyToHost(void *dst, const void *src, int64_t bytes) override;
+  void copy(void *dst, const void *src, int64_t bytes) override;
   void fill(void *dst, int64_t bytes, int value) override;
   void launch(const Graph &g, const Node &node,
               llvm::ArrayRef<const void *> operands,

@@ -11,7 +11,7 @@
 // $XDG_CACHE_HOME/strata or ~/.cache/strata, so a graph compiles once per
 // machine; the library is dlopen'ed and each kernel found by its symbol.
 //
-// When: Interpreter::create calls Device::prepare, and CpuDevice::prepare
+// When: Executable::create calls Device::prepare, and CpuDevice::prepare
 // calls prepareFusedKernels, so compiler errors surface before the first
 // launch. A launch of a node that was not prepared (a caller that skipped
 // Device::prepare) prepares its graph first. Loaded kernels are keyed by

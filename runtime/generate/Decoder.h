@@ -28,7 +28,7 @@
 #include <vector>
 
 namespace strata {
-class Interpreter;
+class Executable;
 }
 
 namespace strata::generate {
@@ -121,7 +121,7 @@ private:
   llvm::Expected<const float *> run(int64_t slot);
 
   Graph graph_;
-  std::unique_ptr<Interpreter> interp_;
+  std::unique_ptr<Executable> interp_;
   HostTensor tokens_, labels_;
   std::vector<const void *> inputs_;
   std::vector<std::vector<int32_t>> windows_;

@@ -10,7 +10,7 @@
 #include "runtime/generate/Decoder.h"
 
 #include "frontends/Models.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 
 #include <algorithm>
 
@@ -56,7 +56,7 @@ GraphDecoder::create(const ModelConfig &config,
       return err("the checkpoint has no parameter " + val.name);
     }
   }
-  auto interp = Interpreter::create(g, device);
+  auto interp = Executable::create(g, device);
   if (!interp)
     return interp.takeError();
   d->interp_ = std::move(*interp);

@@ -100,6 +100,29 @@ llvm::Expected<HostTensor> shardOf(const HostTensor &full, const Sharding &s,
   return out;
 }
 
+llvm::Expected<HostTensor>
+blockOf(const TensorType &type, const Sharding &s, const Mesh &mesh,
+        int64_t rank, llvm::function_ref<double(int64_t)> element) {
+  auto local = localType(type, s, mesh);
+  if (!local)
+    return local.takeError();
+  HostTensor out(*local);
+  for (const std::string &a : s.partial)
+    if (mesh.coord(rank, a) != 0)
+      return out;
+  forEachRun(local->shape, type.shape, blockOffsets(*local, s, mesh, rank),
+             [&](int64_t l, int64_t g, int64_t n) {
+               for (int64_t j = 0; j < n; ++j)
+                 out.set(l + j, element(g + j));
+             });
+  return out;
+}
+
+Sharding shardingOf(const Graph &g, ValueId v) {
+  const Value &val = g.value(v);
+  return val.sharding ? *val.sharding : Sharding::replicated(val.type.rank());
+}
+
 llvm::Expected<HostTensor> gatherFull(llvm::ArrayRef<HostTensor> blocks,
                                       const Sharding &s, const Mesh &mesh) {
   if (int64_t(blocks.size()) != mesh.numDevices())

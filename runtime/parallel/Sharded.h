@@ -10,9 +10,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Graph.h"
 #include "ir/Sharding.h"
 #include "runtime/HostTensor.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 namespace strata {
@@ -27,6 +29,16 @@ llvm::Expected<TensorType> localType(const TensorType &type, const Sharding &s,
 /// the blocks sum to `full`.
 llvm::Expected<HostTensor> shardOf(const HostTensor &full, const Sharding &s,
                                    const Mesh &mesh, int64_t rank);
+
+/// Rank `rank`'s block of the logical tensor of `type` whose element i
+/// (row-major) is element(i), drawn without building the whole tensor (a
+/// rank initialises only its shards). Partial sums as in shardOf.
+llvm::Expected<HostTensor>
+blockOf(const TensorType &type, const Sharding &s, const Mesh &mesh,
+        int64_t rank, llvm::function_ref<double(int64_t)> element);
+
+/// A value's sharding in `g` (replicated when it has none).
+Sharding shardingOf(const Graph &g, ValueId v);
 
 /// The logical tensor from every rank's block (`blocks[r]` for global rank
 /// r, all of one type): split dims concatenated, partial sums added in rank

@@ -1,21 +1,21 @@
-//===- TrainingSession.h - Serial or parallel training behind one face -----===//
+//===- TrainingSession.h - A training job's devices and trainer -----------===//
 //
-// What a training run (runtime/train/TrainingRun) drives: the serial Trainer
-// on one CPU device, or the ParallelTrainer on tp*dp CPU devices, either all
-// in this process or one per process of a job started the torchrun way
-// (runtime/parallel/DeviceGroup.h). State crosses this interface as logical
-// tensors with the serial names, so checkpoints do not depend on the layout.
+// What a training run (runtime/train/TrainingRun) drives: the one Trainer
+// (runtime/parallel/Trainer.h) on a DeviceGroup made by the backend (CPU
+// devices with Gloo communicators): every rank in this process, or one rank
+// per process of a job started the torchrun way (DeviceGroup.h). State
+// crosses this interface as logical tensors with the serial names, so
+// checkpoints do not depend on the layout.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/pipeline/ParallelCompile.h"
-#include "runtime/parallel/ParallelPlan.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/parallel/Trainer.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,40 +23,52 @@ namespace strata {
 
 class TrainingSession {
 public:
-  virtual ~TrainingSession() = default;
-  virtual llvm::Error initParams() = 0;
+  /// Checks the layout against the model, then creates the devices and the
+  /// trainer. With `programs` (a plan file's, compiled for `parallel` and
+  /// `options`), the trainer runs them instead of compiling its own.
+  static llvm::Expected<std::unique_ptr<TrainingSession>>
+  create(const Graph &forward, const Graph &evalForward,
+         const TrainOptions &options, const ParallelConfig &parallel,
+         const CompiledPipeline *programs = nullptr);
+
+  llvm::Error initParams() { return trainer_->initParams(); }
   /// One optimizer step; increments step().
-  virtual llvm::Expected<StepStats> step(const BatchFn &batch) = 0;
-  virtual llvm::Expected<double> evalLoss(const int32_t *tokens,
-                                          const int32_t *labels) = 0;
-  virtual int64_t step() const = 0;
-  virtual void setStep(int64_t step) = 0;
+  llvm::Expected<StepStats> step(const BatchFn &batch) {
+    return trainer_->step(batch);
+  }
+  llvm::Expected<double> evalLoss(const int32_t *tokens,
+                                  const int32_t *labels) {
+    return trainer_->evalLoss(tokens, labels);
+  }
+  int64_t step() const { return trainer_->step(); }
+  void setStep(int64_t step) { trainer_->setStep(step); }
   /// `<p>`, `adam_m.<p>`, `adam_v.<p>` as logical tensors; in a
   /// multi-process job every process must call it.
-  virtual llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-  state() = 0;
+  llvm::Expected<std::vector<std::pair<std::string, HostTensor>>> state() {
+    return trainer_->gatherState();
+  }
   /// Sets the state from logical tensors by those names.
-  virtual llvm::Error
-  loadState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) = 0;
+  llvm::Error
+  loadState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
+    return trainer_->scatterState(lookup);
+  }
   /// Whether this process reports and writes files (rank 0, or serial).
-  virtual bool isWriter() const = 0;
+  bool isWriter() const { return !env_ || env_->rank == 0; }
   /// Whether `local` holds on any process of the job (every process must
   /// call it); `local` itself in a single-process run.
-  virtual llvm::Expected<bool> anyProcess(bool local) { return local; }
+  llvm::Expected<bool> anyProcess(bool local);
   /// "1 CPU device", "4 CPU devices (tp=2 dp=2)", "..., rank 1 of 4
   /// processes".
-  virtual std::string describe() const = 0;
-};
+  std::string describe() const;
+  Trainer &trainer() { return *trainer_; }
 
-/// A serial session when `parallel` asks for one device and the environment
-/// names no multi-process job; a parallel one otherwise. The layout is checked
-/// against the model before any device is created. With `programs`
-/// (a plan file's, compiled for `parallel` and `options`), a pipelined
-/// session runs them instead of compiling its own.
-llvm::Expected<std::unique_ptr<TrainingSession>>
-createTrainingSession(const Graph &forward, const Graph &evalForward,
-                      const TrainOptions &options,
-                      const ParallelConfig &parallel,
-                      const CompiledPipeline *programs = nullptr);
+private:
+  TrainingSession() = default;
+  std::optional<DistEnv> env_;
+  ParallelConfig config_;
+  bool fromPlan_ = false;
+  std::unique_ptr<DeviceGroup> group_;
+  std::unique_ptr<Trainer> trainer_; // uses group_: declared after
+};
 
 } // namespace strata

@@ -18,9 +18,8 @@
 #include "runtime/parallel/Verify.h"
 
 #include "frontends/Models.h"
-#include "runtime/cpu/CpuDevice.h"
-#include "runtime/parallel/ParallelTrainer.h"
-#include "runtime/parallel/PipelineTrainer.h"
+#include "runtime/parallel/RunPartitioned.h"
+#include "runtime/parallel/Trainer.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -94,12 +93,12 @@ Graph withOutputs(const Graph &g, llvm::ArrayRef<std::string> values) {
 
 /// Every value both microbatch programs compute under one name, in serial
 /// program order, compared after the first microbatch.
-llvm::Error compareValues(Trainer &serial, ParallelTrainer &par,
-                          DeviceGroup &group, const int32_t *tokens,
-                          const int32_t *labels, uint64_t seed, double tol,
-                          VerifyReport &report) {
-  const Graph &sg = serial.microbatchGraph();
-  const Graph &pg = par.programs().micro;
+llvm::Error compareValues(Trainer &serial, DeviceGroup &serialGroup,
+                          Trainer &par, DeviceGroup &group,
+                          const int32_t *tokens, const int32_t *labels,
+                          uint64_t seed, double tol, VerifyReport &report) {
+  const Graph &sg = serial.compiled().micro;
+  const Graph &pg = par.compiled().micro;
   std::vector<std::string> names;
   for (const Node &n : sg.nodes())
     for (ValueId v : n.results)
@@ -107,10 +106,13 @@ llvm::Error compareValues(Trainer &serial, ParallelTrainer &par,
         names.push_back(sg.value(v).name);
   Graph s = withOutputs(sg, names), p = withOutputs(pg, names);
 
+  auto state = serial.gatherState();
+  if (!state)
+    return state.takeError();
+  llvm::StringMap<const HostTensor *> params;
+  for (auto &[name, t] : *state)
+    params[name] = &t;
   std::vector<HostTensor> inputs;
-  llvm::StringMap<HostTensor *> params;
-  for (auto &[name, t] : serial.namedParams())
-    params[name] = t;
   for (ValueId v : sg.inputs()) {
     const Value &val = sg.value(v);
     if (params.count(val.name)) {
@@ -123,17 +125,10 @@ llvm::Error compareValues(Trainer &serial, ParallelTrainer &par,
   }
   LaunchContext ctx;
   ctx.seed = seed;
-  CpuDevice cpu;
-  auto si = Interpreter::create(s, cpu);
-  if (!si)
-    return si.takeError();
-  auto want = (*si)->runHost(inputs, ctx);
+  auto want = runPartitioned(s, serialGroup, inputs, ctx);
   if (!want)
     return want.takeError();
-  auto pi = ParallelInterpreter::create(p, group);
-  if (!pi)
-    return pi.takeError();
-  auto got = (*pi)->runLogical(inputs, ctx);
+  auto got = runPartitioned(p, group, inputs, ctx);
   if (!got)
     return got.takeError();
   std::vector<std::string> same;
@@ -176,10 +171,9 @@ TensorDiff compareTensors(llvm::StringRef name, const HostTensor &got,
 
 namespace {
 /// The loss and gradients of one microbatch, then the losses of o.steps
-/// AdamW steps, of the serial trainer `s` and the parallel one `p` (a
-/// ParallelTrainer or a PipelineTrainer) from the same weights and batches.
-template <typename ParallelT>
-llvm::Error compareTraining(Trainer &s, ParallelT &p, const ModelConfig &model,
+/// AdamW steps, of the serial trainer `s` and the parallel one `p` from the
+/// same weights and batches.
+llvm::Error compareTraining(Trainer &s, Trainer &p, const ModelConfig &model,
                             const VerifyOptions &o, VerifyReport &report,
                             llvm::function_ref<llvm::Error(const int32_t *,
                                                            const int32_t *)>
@@ -239,49 +233,36 @@ llvm::Error compareTraining(Trainer &s, ParallelT &p, const ModelConfig &model,
 llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
                                             const TrainOptions &training,
                                             const VerifyOptions &o) {
+  if (o.activations && o.parallel.pipelined())
+    return err("--activations compares one microbatch program; a pipelined "
+               "plan has a program per stage (drop --activations, or "
+               "--pp and --recompute)");
   Graph forward = buildModelGraph(model);
   ModelConfig evalModel = model;
   evalModel.dropout = 0;
   Graph eval = buildModelGraph(evalModel);
-  CpuDevice cpu;
-  auto serial = Trainer::create(forward, eval, training, cpu);
+  // The serial plan: the same compiler and trainer on a mesh of one device,
+  // accumulating as many microbatches.
+  ParallelConfig one;
+  auto serialGroup = DeviceGroup::inProcess(trainingMesh(one), o.devices);
+  if (!serialGroup)
+    return serialGroup.takeError();
+  auto serial = Trainer::create(forward, eval, training, one, **serialGroup);
   if (!serial)
     return serial.takeError();
-  VerifyReport report;
-
-  if (o.parallel.pipelined()) {
-    if (o.activations)
-      return err("--activations compares one microbatch program; a pipelined "
-                 "plan has a program per stage (drop --activations, or "
-                 "--pp and --recompute)");
-    auto group = DeviceGroup::inProcess(pipelineMesh(o.parallel), o.devices);
-    if (!group)
-      return group.takeError();
-    auto par =
-        PipelineTrainer::create(forward, eval, training, o.parallel, **group);
-    if (!par)
-      return par.takeError();
-    if (auto e = compareTraining(**serial, **par, model, o, report, nullptr))
-      return e;
-    return report;
-  }
-
-  Mesh mesh;
-  mesh.axes = {{"dp", o.parallel.dp}, {"tp", o.parallel.tp}};
-  auto group = DeviceGroup::inProcess(mesh, o.devices);
+  auto group = DeviceGroup::inProcess(trainingMesh(o.parallel), o.devices);
   if (!group)
     return group.takeError();
-  auto par =
-      ParallelTrainer::create(forward, eval, training, o.parallel, **group);
+  auto par = Trainer::create(forward, eval, training, o.parallel, **group);
   if (!par)
     return par.takeError();
-  Trainer &s = **serial;
-  ParallelTrainer &p = **par;
+  VerifyReport report;
   if (auto e = compareTraining(
-          s, p, model, o, report,
+          **serial, **par, model, o, report,
           [&](const int32_t *tokens, const int32_t *labels) {
-            return compareValues(s, p, **group, tokens, labels, training.seed,
-                                 o.tolerance, report);
+            return compareValues(**serial, **serialGroup, **par, **group,
+                                 tokens, labels, training.seed, o.tolerance,
+                                 report);
           }))
     return e;
   return report;

@@ -1,9 +1,8 @@
 //===- Verify.h - A parallel plan against the serial plan, numerically -----===//
 //
-// What `strata verify` runs: the serial Trainer on one CPU device and the
-// ParallelTrainer on tp*dp in-process CPU devices (or, for a pipelined
-// config, the PipelineTrainer on tp*dp*pp, the serial run accumulating as
-// many microbatches), from the same initial weights and the same batches
+// What `strata verify` runs: the Trainer on one CPU device (the serial
+// plan) and on tp*dp*pp in-process CPU devices, the serial run accumulating
+// as many microbatches, from the same initial weights and the same batches
 // (random tokens from a seed), compared tensor by tensor:
 //   - optionally (tp x dp only) every value of the first microbatch program
 //     that both plans name (activations and backward values, in serial
@@ -24,8 +23,8 @@
 
 #include "frontends/ModelSpec.h"
 #include "runtime/parallel/DeviceGroup.h"
-#include "runtime/parallel/ParallelPlan.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/parallel/ParallelConfig.h"
+#include "runtime/train/TrainOptions.h"
 
 #include <string>
 #include <vector>

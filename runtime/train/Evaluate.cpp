@@ -41,7 +41,7 @@ LogitsModel::create(const ModelConfig &config,
       return err("no value for parameter " + val.name);
     }
   }
-  auto interp = Interpreter::create(m->g_, device);
+  auto interp = Executable::create(m->g_, device);
   if (!interp) return interp.takeError();
   m->interp_ = std::move(*interp);
   return m;

@@ -14,7 +14,7 @@
 #include "frontends/ModelSpec.h"
 #include "runtime/Device.h"
 #include "runtime/HostTensor.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -42,7 +42,7 @@ private:
   LogitsModel() = default;
   ModelConfig c_;
   Graph g_;
-  std::unique_ptr<Interpreter> interp_;
+  std::unique_ptr<Executable> interp_;
   HostTensor tokens_, labels_;
   std::vector<const void *> ins_;
 };

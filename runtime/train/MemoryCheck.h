@@ -11,7 +11,7 @@
 #pragma once
 
 #include "ir/Graph.h"
-#include "runtime/parallel/ParallelPlan.h"
+#include "runtime/parallel/ParallelConfig.h"
 
 #include "llvm/Support/Error.h"
 

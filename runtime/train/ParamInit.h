@@ -14,7 +14,15 @@
 
 #include "llvm/Support/Error.h"
 
+#include <functional>
+
 namespace strata {
+
+/// Element i (row-major) of the initial value of parameter `param`: what
+/// a rank draws for its block alone (runtime/parallel/Sharded.h, blockOf).
+/// Fails on an unknown init.
+llvm::Expected<std::function<double(int64_t)>>
+paramInitializer(const Value &param, uint64_t seed);
 
 /// Initial value of parameter input `v` of `g` (dtype of the input).
 llvm::Expected<HostTensor> initParam(const Graph &g, ValueId v, uint64_t seed);

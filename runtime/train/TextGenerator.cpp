@@ -2,7 +2,7 @@
 #include "runtime/train/TextGenerator.h"
 
 #include "frontends/Models.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +29,7 @@ generateText(const ModelConfig &config,
   // The logits feed the loss; make them the output.
   const Node &ce = g.node(g.value(g.outputs()[0]).defNode);
   g.setOutputs({ce.operands[0]});
-  auto interp = Interpreter::create(g, device);
+  auto interp = Executable::create(g, device);
   if (!interp) return interp.takeError();
 
   std::vector<int32_t> context;

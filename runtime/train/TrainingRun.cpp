@@ -15,7 +15,7 @@
 #include "runtime/train/StopSignals.h"
 #include "runtime/train/TextGenerator.h"
 #include "runtime/train/TrainingData.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/TrainOptions.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -147,7 +147,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   evalCfg.dropout = 0;
   TrainOptions trainOpts = trainOptions(tr);
   trainOpts.fusion = opts.fusion;
-  auto session = createTrainingSession(forward, buildModelGraph(evalCfg),
+  auto session = TrainingSession::create(forward, buildModelGraph(evalCfg),
                                        trainOpts, opts.parallel,
                                        opts.programs.get());
   if (!session) return session.takeError();

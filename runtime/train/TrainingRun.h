@@ -20,9 +20,9 @@
 
 #include "passes/pipeline/ParallelCompile.h"
 #include "proto/model_spec.pb.h"
-#include "runtime/parallel/ParallelPlan.h"
+#include "runtime/parallel/ParallelConfig.h"
 #include "runtime/train/RunDirectory.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/TrainOptions.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

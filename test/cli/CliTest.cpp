@@ -21,7 +21,7 @@ TEST(Cli, CompileWritesAPlanThatInspectReads) {
   for (const char *line : {
            "model gpt-tiny\n",
            "  family        GPT\n",
-           "  plan format   1 (strata 0.1.0)\n",
+           "  plan format   2 (strata 0.1.0)\n",
            "  heads         4 (kv 4, head_dim 32)\n",
            "  vocab         65 real, 128 padded (multiple of 128)\n",
            "    embedding                  24,576  wte, wpe\n",

@@ -28,12 +28,12 @@
 
 #include "codegen/KernelPlan.h"
 #include "ir/IRText.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/FusedKernels.h"
 #include "runtime/kernels/Parallel.h"
 #include "runtime/train/ParamInit.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/parallel/TrainingSession.h"
 #include "test/codegen/RunOnCpu.h"
 
 #include <cmath>
@@ -188,23 +188,24 @@ TEST(FusedTrainer, FusionFlagKeepsLossAndGrads) {
   evalCfg.dropout = 0;
   std::vector<std::vector<std::pair<std::string, HostTensor>>> runs;
   for (bool fusion : {false, true}) {
-    CpuDevice cpu;
     TrainOptions opts;
     opts.fusion = fusion;
-    auto t = Trainer::create(buildModelGraph(cfg), buildModelGraph(evalCfg),
-                             opts, cpu);
-    ASSERT_TRUE(bool(t)) << toString(t.takeError());
-    EXPECT_EQ(llvm::any_of((*t)->microbatchGraph().nodes(),
-                           [](const Node &n) { return n.op == OpKind::Fused; }),
-              fusion);
-    ASSERT_FALSE(bool((*t)->initParams()));
+    auto session = TrainingSession::create(buildModelGraph(cfg), buildModelGraph(evalCfg),
+                                           opts, ParallelConfig{});
+    ASSERT_TRUE(bool(session)) << toString(session.takeError());
+    Trainer *t = &(*session)->trainer();
+    const PipelineStage &stage = t->compiled().pipeline.stages[0];
+    for (const Graph *g : {&stage.forward, &stage.backward})
+      EXPECT_EQ(llvm::any_of(g->nodes(), [](const Node &n) { return n.op == OpKind::Fused; }),
+                fusion);
+    ASSERT_FALSE(bool(t->initParams()));
     std::vector<int32_t> tokens(cfg.microBatch * cfg.seq),
         labels(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) {
       tokens[i] = int32_t(i * 7 % cfg.vocab);
       labels[i] = int32_t((i * 7 + 3) % cfg.vocab);
     }
-    auto out = (*t)->lossAndGrads(tokens.data(), labels.data());
+    auto out = t->lossAndGrads(tokens.data(), labels.data());
     ASSERT_TRUE(bool(out)) << toString(out.takeError());
     runs.push_back(std::move(*out));
   }

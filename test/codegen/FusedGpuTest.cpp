@@ -20,7 +20,7 @@
 #include "codegen/NvrtcCompiler.h"
 #include "codegen/Renderer.h"
 #include "ir/IRText.h"
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "test/codegen/RunOnCpu.h"
 

@@ -1,7 +1,7 @@
 //===- RunOnCpu.h - A graph on a fresh CPU device, for the codegen tests ---===//
 #pragma once
 
-#include "runtime/Interpreter.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ inline std::vector<HostTensor> runOnCpu(const Graph &g,
                                         llvm::ArrayRef<HostTensor> inputs,
                                         const LaunchContext &ctx) {
   CpuDevice cpu;
-  auto interp = Interpreter::create(g, cpu);
+  auto interp = Executable::create(g, cpu);
   if (!interp) {
     ADD_FAILURE() << toString(interp.takeError());
     return {};

@@ -58,12 +58,18 @@ TEST(PlanFile, DetectsCorruption) {
                 "; recompile it with `strata compile`)");
 }
 
-TEST(PlanFile, RefusesNewerFormats) {
+TEST(PlanFile, RefusesNewerAndOlderFormats) {
+  static_assert(kPlanFormatVersion == 2, "update the messages below");
   pb::Plan plan = tinyPlan();
   plan.set_format_version(kPlanFormatVersion + 1);
   EXPECT_EQ(errorOf(serializePlan(plan)),
-            "p.plan: error: plan format version 2 is newer than this strata "
-            "reads (1; use a newer strata or recompile the plan)");
+            "p.plan: error: plan format version 3 is newer than this strata "
+            "reads (2; use a newer strata or recompile the plan)");
+  plan.set_format_version(kPlanFormatVersion - 1);
+  EXPECT_EQ(errorOf(serializePlan(plan)),
+            "p.plan: error: plan format version 1 is older than this strata "
+            "reads (2: its buffer plans lack reshape views; recompile it with "
+            "`strata compile`)");
 }
 
 TEST(PlanFile, RejectsGarbage) {

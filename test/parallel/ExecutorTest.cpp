@@ -10,7 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "ir/IRText.h"
 #include "runtime/cpu/CpuDevice.h"
-#include "runtime/parallel/ParallelInterpreter.h"
+#include "runtime/Executable.h"
+#include "runtime/parallel/RunPartitioned.h"
 #include "runtime/parallel/Sharded.h"
 
 #include <gtest/gtest.h>
@@ -96,17 +97,15 @@ void expectMatchesSerial(const char *partitioned) {
   Graph serial = parse(kSerialMlp), par = parse(partitioned);
   std::vector<HostTensor> ins = randomInputs(serial);
   CpuDevice cpu;
-  auto interp = Interpreter::create(serial, cpu);
+  auto interp = Executable::create(serial, cpu);
   ASSERT_TRUE(bool(interp));
   auto want = (*interp)->runHost(ins);
   ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
 
   auto group = DeviceGroup::inProcess(*par.mesh, quick());
   ASSERT_TRUE(bool(group)) << llvm::toString(group.takeError());
-  auto p = ParallelInterpreter::create(par, **group);
-  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
-  for (int run = 0; run < 2; ++run) { // the arenas and groups are reusable
-    auto got = (*p)->runLogical(ins);
+  for (int run = 0; run < 2; ++run) { // the groups are reusable
+    auto got = runPartitioned(par, **group, ins);
     ASSERT_TRUE(bool(got)) << llvm::toString(got.takeError());
     ASSERT_EQ((*got)[0].type(), (*want)[0].type());
     // f32: only the order of the K-sum of the second matmul differs.
@@ -114,21 +113,21 @@ void expectMatchesSerial(const char *partitioned) {
   }
 }
 
-TEST(ParallelInterpreter, TensorParallelMlpMatchesSerial) {
+TEST(RunPartitioned, TensorParallelMlpMatchesSerial) {
   expectMatchesSerial(kTensorParallelMlp);
 }
 
-TEST(ParallelInterpreter, SequenceParallelMlpMatchesSerial) {
+TEST(RunPartitioned, SequenceParallelMlpMatchesSerial) {
   expectMatchesSerial(kSequenceParallelMlp);
 }
 
-TEST(ParallelInterpreter, RejectsAGraphForAnotherMesh) {
+TEST(RunPartitioned, RejectsAGraphForAnotherMesh) {
   Graph par = parse(kTensorParallelMlp);
   Mesh other;
   other.axes = {{"dp", 1}, {"tp", 4}};
   auto group = DeviceGroup::inProcess(other, quick());
   ASSERT_TRUE(bool(group));
-  auto p = ParallelInterpreter::create(par, **group);
+  auto p = runPartitioned(par, **group, randomInputs(par));
   ASSERT_FALSE(bool(p));
   EXPECT_NE(llvm::toString(p.takeError())
                 .find("cannot run on the device group of mesh<dp=1,tp=4>"),
@@ -143,9 +142,9 @@ TEST(DeviceGroup, FailingRankStopsItsPeers) {
   auto group = DeviceGroup::inProcess(*par.mesh, quick());
   ASSERT_TRUE(bool(group));
   DeviceGroup &g = **group;
-  std::vector<std::unique_ptr<Interpreter>> interps;
+  std::vector<std::unique_ptr<Executable>> interps;
   for (size_t l = 0; l < g.numLocal(); ++l)
-    interps.push_back(std::move(*Interpreter::create(par, g.device(l))));
+    interps.push_back(std::move(*Executable::create(par, g.device(l))));
   std::vector<HostTensor> ins;
   for (ValueId v : par.inputs())
     ins.emplace_back(par.type(v));

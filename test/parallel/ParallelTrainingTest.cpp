@@ -3,7 +3,8 @@
 // For tiny GPT and Llama models, every parallel layout of the matrix below
 // (tp in {1,2,4}, sp on/off, dp in {1,2}, distributed optimizer on/off,
 // dropout on/off, gradient accumulation) runs on in-process CPU devices
-// against the serial Trainer from the same weights and batches: the loss and
+// against the serial plan (the Trainer on one device) from the same weights
+// and batches: the loss and
 // every parameter gradient of one microbatch, and the losses of 5 AdamW
 // steps, must match within 1e-5 (normwise relative, f32; the tolerance is
 // justified in runtime/parallel/Verify.cpp: only the order of additions
@@ -15,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/Models.h"
 #include "ir/IRText.h"
-#include "runtime/parallel/ParallelTrainer.h"
+#include "runtime/parallel/Trainer.h"
 #include "runtime/parallel/Verify.h"
 #include "test/parallel/TinyModels.h"
 
@@ -92,13 +93,16 @@ INSTANTIATE_TEST_SUITE_P(
              0.1, 2}),
     [](const auto &info) { return std::string(info.param.name); });
 
+llvm::Expected<CompiledPipeline> compile(const ParallelConfig &c) {
+  TrainOptions t = training();
+  t.optimizer.grad_clip = 1.0;
+  return compilePipeline(buildModelGraph(gpt()), trainingCompileOptions(c, t));
+}
+
 std::string optimizerIR(const ParallelConfig &c) {
-  Graph g = buildModelGraph(gpt());
-  OptimizerConfig oc;
-  oc.grad_clip = 1.0;
-  auto p = buildParallelPrograms(g, g, oc, c);
+  auto p = compile(c);
   EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
-  return p ? graphToString(p->optimizer) : "";
+  return p ? graphToString(p->pipeline.optimizers[0]) : "";
 }
 
 bool contains(const std::string &text, const std::string &what) {
@@ -161,24 +165,22 @@ TEST(ParallelPlan, DistributedOptimizerReduceScattersAndGathers) {
 }
 
 TEST(ParallelPlan, ConfigErrorsComeFirstWithTheFix) {
-  Graph g = buildModelGraph(gpt());
-  OptimizerConfig oc;
   ParallelConfig c;
   c.tp = 3;
-  auto p = buildParallelPrograms(g, g, oc, c);
+  auto p = compile(c);
   ASSERT_FALSE(bool(p));
   EXPECT_TRUE(
       contains(llvm::toString(p.takeError()),
                "attention heads 4 (layers.0.attn) not divisible by tp 3"));
   c.tp = 1;
   c.dp = 3;
-  p = buildParallelPrograms(g, g, oc, c);
+  p = compile(c);
   ASSERT_FALSE(bool(p));
   EXPECT_TRUE(contains(llvm::toString(p.takeError()),
                        "batch 4 of %tokens not divisible by dp 3"));
   c.dp = 1;
   c.sp = true;
-  p = buildParallelPrograms(g, g, oc, c);
+  p = compile(c);
   ASSERT_FALSE(bool(p));
   EXPECT_TRUE(contains(llvm::toString(p.takeError()), "but tp is 1"));
 }
@@ -187,12 +189,10 @@ TEST(ParallelPlan, ConfigErrorsComeFirstWithTheFix) {
 std::vector<double> parallelLosses(
     const ModelConfig &m, const ParallelConfig &c, int64_t steps,
     std::vector<std::pair<std::string, HostTensor>> *state = nullptr) {
-  Mesh mesh;
-  mesh.axes = {{"dp", c.dp}, {"tp", c.tp}};
-  auto group = DeviceGroup::inProcess(mesh, quick());
+  auto group = DeviceGroup::inProcess(trainingMesh(c), quick());
   EXPECT_TRUE(bool(group));
   Graph f = buildModelGraph(m);
-  auto t = ParallelTrainer::create(f, f, training(), c, **group);
+  auto t = Trainer::create(f, f, training(), c, **group);
   EXPECT_TRUE(bool(t)) << llvm::toString(t.takeError());
   EXPECT_FALSE(bool((*t)->initParams()));
   std::vector<double> losses;
@@ -215,7 +215,7 @@ std::vector<double> parallelLosses(
   return losses;
 }
 
-TEST(ParallelTrainer, RunsAreBitwiseReproducible) {
+TEST(Trainer, RunsAreBitwiseReproducible) {
   ParallelConfig c;
   c.tp = 2;
   c.dp = 2;
@@ -229,7 +229,7 @@ TEST(ParallelTrainer, RunsAreBitwiseReproducible) {
 
 // The state of a tp=2 dp=2 ZeRO run, loaded into a tp=4 run, gives the same
 // evaluation loss: checkpoints are logical tensors, not shards.
-TEST(ParallelTrainer, StateMovesBetweenLayouts) {
+TEST(Trainer, StateMovesBetweenLayouts) {
   ParallelConfig from;
   from.tp = 2;
   from.dp = 2;
@@ -240,14 +240,12 @@ TEST(ParallelTrainer, StateMovesBetweenLayouts) {
   EXPECT_EQ(state[0].first, "wte");
   EXPECT_EQ(state[0].second.type().str(), "f32[32,16]");
 
-  Mesh mesh;
-  mesh.axes = {{"dp", 1}, {"tp", 4}};
-  auto group = DeviceGroup::inProcess(mesh, quick());
-  ASSERT_TRUE(bool(group));
   ParallelConfig to;
   to.tp = 4;
+  auto group = DeviceGroup::inProcess(trainingMesh(to), quick());
+  ASSERT_TRUE(bool(group));
   Graph f = buildModelGraph(gpt());
-  auto t = ParallelTrainer::create(f, f, training(), to, **group);
+  auto t = Trainer::create(f, f, training(), to, **group);
   ASSERT_TRUE(bool(t));
   llvm::StringMap<const HostTensor *> byName;
   for (auto &[n, x] : state)

@@ -1,7 +1,8 @@
 //===- PipelineTrainingTest.cpp - Pipelined training equals serial training ===//
 //
-// The pipeline runtime (runtime/parallel/PipelineTrainer.h) against the
-// serial Trainer with gradAccum = microbatches, from the same weights and
+// The trainer (runtime/parallel/Trainer.h) on pipelined layouts against the
+// serial plan (the same trainer on one device) with gradAccum =
+// microbatches, from the same weights and
 // batches: over a matrix of pp in {1,2,4}, schedules gpipe / 1f1b /
 // interleaved:2, recompute none / selective / full, tp and dp in {1,2} (sp
 // and dropout in some), on tiny GPT (tied wte: its gradient is exchanged
@@ -18,8 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/Models.h"
 #include "passes/pipeline/Pipeline.h"
-#include "runtime/cpu/CpuDevice.h"
-#include "runtime/parallel/PipelineTrainer.h"
+#include "runtime/Executable.h"
+#include "runtime/parallel/Trainer.h"
 #include "runtime/parallel/Verify.h"
 #include "test/parallel/TinyModels.h"
 
@@ -68,6 +69,7 @@ struct Case {
   int64_t microbatches;
   double dropout = 0;
   bool fusion = false; // the stage and optimizer programs fused
+  bool zero = false;   // the distributed optimizer (ZeRO-1) over dp
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -78,6 +80,7 @@ TEST_P(PipelineMatchesSerial, LossGradientsAndFiveSteps) {
   const Case &c = GetParam();
   VerifyOptions o;
   o.parallel = pipelined(c.pp, c.schedule, c.recompute, c.tp, c.dp, c.sp);
+  o.parallel.distributedOptimizer = c.zero;
   o.steps = 5;
   o.devices = quick();
   ModelConfig model =
@@ -99,8 +102,7 @@ constexpr RecomputeMode kNone = RecomputeMode::None,
                         kFull = RecomputeMode::Full;
 
 // Every value of every axis: pp 1/2/4, gpipe/1f1b/interleaved:2,
-// none/selective/full, tp 1/2, dp 1/2, GPT and Llama; pp = 1 runs the
-// pipeline runtime when something is recomputed.
+// none/selective/full, tp 1/2, dp 1/2, ZeRO-1, GPT and Llama.
 INSTANTIATE_TEST_SUITE_P(
     Layouts, PipelineMatchesSerial,
     testing::Values(
@@ -130,7 +132,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama_pp4_interleaved_8_blocks", true, 8, 4, "interleaved:2",
              kNone, 1, 1, false, 4},
         Case{"llama_pp4_1f1b_full_dp2", true, 4, 4, "1f1b", kFull, 1, 2, false,
-             4}),
+             4},
+        // ZeRO-1 with pipelining: the tied wte's update on its owner is
+        // all-gathered over dp before it is sent to the head's stage.
+        Case{"gpt_pp2_1f1b_tp2_dp2_zero", false, 4, 2, "1f1b", kNone, 2, 2,
+             false, 4, 0, false, true},
+        Case{"llama_pp2_interleaved_dp2_zero_dropout", true, 4, 2,
+             "interleaved:2", kSelective, 1, 2, false, 2, 0.1, false, true}),
     [](const auto &info) { return std::string(info.param.name); });
 
 /// Random token ids and next-token labels for microbatch `m` of a step.
@@ -147,12 +155,12 @@ BatchFn batches(const ModelConfig &m, const int64_t &step) {
 
 // The gathered pipelined state (parameters and moments, the tied wte from
 // its owner) is the serial initial state exactly; after two steps it is the
-// model the pipeline trains: loaded into a serial Trainer it gives the
+// model the pipeline trains: loaded into a serial run it gives the
 // pipelined eval loss, which is the serial run's; serial state scattered
 // into another layout gathers back unchanged. (Parameters after AdamW steps
 // are not compared element by element: where a gradient is near zero,
 // m / sqrt(v) turns rounding noise into full-size updates.)
-TEST(PipelineTrainer, StateAndEvalMatchSerialAndMoveBetweenLayouts) {
+TEST(Trainer, StateAndEvalMatchSerialAndMoveBetweenLayouts) {
   ModelConfig model = gpt();
   Graph fwd = buildModelGraph(model);
   ModelConfig evalModel = model;
@@ -160,23 +168,25 @@ TEST(PipelineTrainer, StateAndEvalMatchSerialAndMoveBetweenLayouts) {
   Graph eval = buildModelGraph(evalModel);
   TrainOptions t = training(4);
   ParallelConfig c = pipelined(2, "interleaved:2", kSelective, 2, 1);
-  auto group = DeviceGroup::inProcess(pipelineMesh(c), quick());
+  auto group = DeviceGroup::inProcess(trainingMesh(c), quick());
   ASSERT_TRUE(bool(group)) << llvm::toString(group.takeError());
-  auto pipe = PipelineTrainer::create(fwd, eval, t, c, **group);
+  auto pipe = Trainer::create(fwd, eval, t, c, **group);
   ASSERT_TRUE(bool(pipe)) << llvm::toString(pipe.takeError());
-  CpuDevice cpu;
-  auto serial = Trainer::create(fwd, eval, t, cpu);
+  auto one = DeviceGroup::inProcess(trainingMesh(ParallelConfig{}), quick());
+  ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());
+  auto serial = Trainer::create(fwd, eval, t, ParallelConfig{}, **one);
   ASSERT_TRUE(bool(serial)) << llvm::toString(serial.takeError());
   ASSERT_FALSE(bool((*pipe)->initParams()));
   ASSERT_FALSE(bool((*serial)->initParams()));
-  auto want = (*serial)->namedState();
+  auto want = (*serial)->gatherState();
+  ASSERT_TRUE(bool(want)) << llvm::toString(want.takeError());
   auto lookup = [&](llvm::StringRef n) -> const HostTensor * {
-    auto it = llvm::find_if(want, [&](auto &w) { return w.first == n; });
-    return it == want.end() ? nullptr : it->second;
+    auto it = llvm::find_if(*want, [&](auto &w) { return w.first == n; });
+    return it == want->end() ? nullptr : &it->second;
   };
   auto initial = (*pipe)->gatherState();
   ASSERT_TRUE(bool(initial)) << llvm::toString(initial.takeError());
-  ASSERT_EQ(initial->size(), want.size());
+  ASSERT_EQ(initial->size(), want->size());
   for (auto &[name, tensor] : *initial) {
     ASSERT_TRUE(lookup(name)) << name;
     EXPECT_EQ(compareTensors(name, tensor, *lookup(name), 0).maxAbsDiff, 0.0)
@@ -200,22 +210,21 @@ TEST(PipelineTrainer, StateAndEvalMatchSerialAndMoveBetweenLayouts) {
   EXPECT_NEAR(*pe, *se, 1e-5 * std::abs(*se));
   auto trained = (*pipe)->gatherState();
   ASSERT_TRUE(bool(trained));
-  auto reloaded = Trainer::create(fwd, eval, t, cpu);
+  auto reloaded = Trainer::create(fwd, eval, t, ParallelConfig{}, **one);
   ASSERT_TRUE(bool(reloaded));
-  for (auto &[name, tensor] : (*reloaded)->namedState()) {
-    auto it = llvm::find_if(*trained, [&](auto &w) { return w.first == name; });
-    ASSERT_NE(it, trained->end()) << name;
-    *tensor = it->second.clone();
-  }
+  ASSERT_FALSE(bool((*reloaded)->scatterState([&](llvm::StringRef n) -> const HostTensor * {
+    auto it = llvm::find_if(*trained, [&](auto &w) { return w.first == n; });
+    return it == trained->end() ? nullptr : &it->second;
+  })));
   auto re = (*reloaded)->evalLoss(tk.data<int32_t>(), lb.data<int32_t>());
   ASSERT_TRUE(bool(re));
   EXPECT_NEAR(*re, *pe, 1e-5 * std::abs(*pe));
 
   // Serial state into pp=4 x dp=2 and back: blocks are copies, so exact.
   ParallelConfig c4 = pipelined(4, "1f1b", kNone, 1, 2);
-  auto group4 = DeviceGroup::inProcess(pipelineMesh(c4), quick());
+  auto group4 = DeviceGroup::inProcess(trainingMesh(c4), quick());
   ASSERT_TRUE(bool(group4));
-  auto pipe4 = PipelineTrainer::create(fwd, eval, t, c4, **group4);
+  auto pipe4 = Trainer::create(fwd, eval, t, c4, **group4);
   ASSERT_TRUE(bool(pipe4)) << llvm::toString(pipe4.takeError());
   ASSERT_FALSE(bool((*pipe4)->scatterState(lookup)));
   auto back = (*pipe4)->gatherState();
@@ -271,7 +280,7 @@ TEST(PipelineMessages, EagerSendsReachTheirPeer) {
   for (uint64_t micro : {0, 1}) {
     llvm::Error e = g.forEachRank([&](size_t l) -> llvm::Error {
       int64_t r = g.globalRank(l);
-      auto interp = Interpreter::create(programs[r], g.device(l));
+      auto interp = Executable::create(programs[r], g.device(l));
       if (!interp)
         return interp.takeError();
       float x[3] = {float(r + 1), float(micro), -2.5f};
@@ -308,7 +317,7 @@ TEST(PipelineMessages, FailingRankReleasesAPeerInRecv) {
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "injected fault");
     }
-    auto interp = Interpreter::create(program, g.device(l));
+    auto interp = Executable::create(program, g.device(l));
     if (!interp)
       return interp.takeError();
     float x[3] = {0, 0, 0};
@@ -327,14 +336,14 @@ TEST(PipelineMessages, FailingRankReleasesAPeerInRecv) {
 
 // Configurations that cannot run fail at create, before any device work,
 // saying what would fit.
-TEST(PipelineTrainer, BadConfigurationsFailBeforeRunning) {
+TEST(Trainer, BadConfigurationsFailBeforeRunning) {
   Graph fwd = buildModelGraph(gpt());
   auto expectError = [&](const ParallelConfig &c, int64_t microbatches,
                          const std::string &what) {
-    auto group = DeviceGroup::inProcess(pipelineMesh(c), quick());
+    auto group = DeviceGroup::inProcess(trainingMesh(c), quick());
     ASSERT_TRUE(bool(group));
     auto t =
-        PipelineTrainer::create(fwd, fwd, training(microbatches), c, **group);
+        Trainer::create(fwd, fwd, training(microbatches), c, **group);
     ASSERT_FALSE(bool(t));
     std::string msg = llvm::toString(t.takeError());
     EXPECT_NE(msg.find(what), std::string::npos) << msg;
@@ -345,15 +354,11 @@ TEST(PipelineTrainer, BadConfigurationsFailBeforeRunning) {
               "8 stages need at least one block each");
   expectError(pipelined(2, "interleaved:2", kNone), 3,
               "microbatches must be a multiple of 2 (got 3; use 2 or 4");
-  ParallelConfig zero = pipelined(2, "1f1b", kNone, 1, 2);
-  zero.distributedOptimizer = true;
-  expectError(zero, 2, "distributed optimizer is not supported with "
-                       "pipelining");
 
   // A group of another mesh.
   auto group = DeviceGroup::inProcess(Mesh{{{"dp", 2}, {"tp", 1}}}, quick());
   ASSERT_TRUE(bool(group));
-  auto t = PipelineTrainer::create(fwd, fwd, training(2),
+  auto t = Trainer::create(fwd, fwd, training(2),
                                    pipelined(2, "1f1b", kNone), **group);
   ASSERT_FALSE(bool(t));
   EXPECT_NE(llvm::toString(t.takeError())
@@ -364,7 +369,7 @@ TEST(PipelineTrainer, BadConfigurationsFailBeforeRunning) {
 
 // What a pipelined step allocates per device against passes/memory's plan
 // of the same programs (the runtime runs each program from its buffer plan:
-// runtime/parallel/PlanExecutor.h): parameters, gradients, AdamW state and
+// runtime/Executable.h): parameters, gradients, AdamW state and
 // the most stash held at once exactly, the workspace exactly the largest
 // planned arena of the rank's programs, and so the peak within 10% of the
 // plan's (the plan counts, per instruction, the stash held then plus the
@@ -390,11 +395,11 @@ TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
                        : sched[0] == 'g' ? kSelective
                                          : kFull;
     ParallelConfig c = pipelined(2, sched, rm, 2, 1);
-    auto group = DeviceGroup::inProcess(pipelineMesh(c), quick());
+    auto group = DeviceGroup::inProcess(trainingMesh(c), quick());
     ASSERT_TRUE(bool(group));
     TrainOptions opts = training(4);
     opts.fusion = fused;
-    auto t = PipelineTrainer::create(fwd, fwd, opts, c, **group);
+    auto t = Trainer::create(fwd, fwd, opts, c, **group);
     ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
     ASSERT_FALSE(bool((*t)->initParams()));
     int64_t step = 0;

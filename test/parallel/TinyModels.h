@@ -10,7 +10,7 @@
 
 #include "frontends/Models.h"
 #include "runtime/parallel/DeviceGroup.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/train/TrainOptions.h"
 
 #include <chrono>
 

@@ -13,6 +13,28 @@ void storeBuffers(pb::BufferPlan *out, const BufferPlan &b) {
   for (int64_t o : b.offsets)
     out->add_offsets(o);
   out->set_arena_bytes(b.arenaBytes);
+  for (ValueId r : b.root)
+    out->add_roots(r);
+}
+
+/// A stored buffer plan of `g`, checked against it: used as stored.
+llvm::Expected<BufferPlan> loadBuffers(const pb::BufferPlan &in, const Graph &g,
+                                       const llvm::Twine &what) {
+  BufferPlan b;
+  b.offsets.assign(in.offsets().begin(), in.offsets().end());
+  b.root.assign(in.roots().begin(), in.roots().end());
+  b.arenaBytes = in.arena_bytes();
+  bool ok = b.offsets.size() == g.numValues() && b.root.size() == g.numValues();
+  for (size_t v = 0; ok && v < b.offsets.size(); ++v)
+    ok = b.offsets[v] >= -1 && b.root[v] >= 0 && b.root[v] <= ValueId(v) &&
+         (b.offsets[v] < 0 ||
+          b.offsets[v] + g.type(ValueId(v)).bytes() <= b.arenaBytes);
+  if (!ok)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        what + ": the stored buffer plan does not fit its program (recompile "
+               "the plan with `strata compile`)");
+  return b;
 }
 } // namespace
 
@@ -160,6 +182,33 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
   }
   for (const pb::TiedParameter &t : pipe.tied())
     p.tied.push_back({t.name(), {t.ranks().begin(), t.ranks().end()}});
+  const pb::MemoryPlan &pm = plan.memory();
+  if (size_t(pm.forward_size()) != p.stages.size() ||
+      size_t(pm.backward_size()) != p.stages.size() ||
+      size_t(pm.optimizer_size()) != p.optimizers.size())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "the plan has no buffer plan for every program (recompile it with "
+        "`strata compile`)");
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    auto f = loadBuffers(pm.forward(s), p.stages[s].forward,
+                         "stage " + llvm::Twine(s) + " F");
+    if (!f)
+      return f.takeError();
+    auto b = loadBuffers(pm.backward(s), p.stages[s].backward,
+                         "stage " + llvm::Twine(s) + " B");
+    if (!b)
+      return b.takeError();
+    c.memory.forward.push_back(std::move(*f));
+    c.memory.backward.push_back(std::move(*b));
+  }
+  for (size_t r = 0; r < p.optimizers.size(); ++r) {
+    auto o = loadBuffers(pm.optimizer(r), p.optimizers[r],
+                         "rank " + llvm::Twine(r) + " optimizer");
+    if (!o)
+      return o.takeError();
+    c.memory.optimizer.push_back(std::move(*o));
+  }
   auto sched = scheduleFromProto(plan.schedule());
   if (!sched)
     return sched.takeError();

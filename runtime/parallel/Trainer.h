@@ -1,11 +1,11 @@
-//===- PipelineTrainer.h - Training a pipelined plan on CPU devices --------===//
+//===- Trainer.h - The one trainer: any layout, serial included ------------===//
 //
-// The runtime of passes/pipeline's plans (PipelinePlan.h): the compiler
-// (compilePipeline: autodiff, megatron seeds + spmd, recompute, pipeline,
-// memory) cuts the model into P * V stages; the DeviceGroup holds the mesh
-// <pp=P, dp=D, tp=T> (pp the slowest axis, so ranks [r*D*T, (r+1)*D*T) are
-// pipeline rank r). Each device thread runs its rank's instruction stream of
-// the schedule (Schedule.h) in order:
+// Runs the programs of the one compiler (passes/pipeline/ParallelCompile.h:
+// autodiff, megatron seeds + spmd, recompute, pipeline, fusion, memory) on a
+// DeviceGroup holding the mesh <pp=P (when P > 1), dp=D, tp=T>: serial is a
+// mesh of one device and one stage, tp x dp is one stage on D*T devices.
+// Ranks [r*D*T, (r+1)*D*T) are pipeline rank r. Each local rank runs its
+// pipeline rank's instruction stream of the schedule (Schedule.h) in order:
 //
 //   F k.c  the forward program of chunk c on microbatch k: inputs by name
 //          (parameters, the rank's block of the microbatch's tokens and
@@ -13,27 +13,30 @@
 //          next; its stash outputs are kept for B k.c, the head's loss
 //          summed.
 //   B k.c  the backward program: the stash of (k, c) as inputs (then
-//          freed); its grad.<p> outputs are summed over the microbatches.
+//          returned to the rank's pool); its grad.<p> outputs are written
+//          into the gradient buffers by the first microbatch, added by the
+//          others.
 //   OPT    the rank's optimizer program on the gradients averaged over the
-//          microbatches (the serial Trainer's gradient accumulation): the
-//          global norm's all_reduce over pp, the tied parameters' gradient
-//          and update messages, AdamW for the parameters the rank owns.
+//          microbatches: the global norm's all_reduce over pp, the tied
+//          parameters' gradient and update messages, AdamW (with ZeRO-1 on
+//          the rank's dp shard of the moments) for the parameters the rank
+//          owns.
 //
-// Microbatch k of step s draws dropout counter s * M + k, like the serial
-// Trainer with gradAccum = M, so a pipelined run computes the serial run's
-// losses. Parameters are drawn from the serial initializer on every rank
-// that holds them (counter-based: shards are blocks of the serial tensors;
-// tied copies start equal), and gatherState / scatterState speak the serial
-// names and logical shapes, so checkpoints move between layouts.
+// Microbatch k of step s draws dropout counter s * M + k, so every layout
+// computes the serial run's losses. Each rank draws only its own blocks of
+// the parameters from the counter-based initializer; gatherState /
+// scatterState speak the serial names and logical shapes (through the
+// group's communicators when ranks live in other processes), so
+// checkpoints move between layouts.
 //
-// Memory follows passes/memory's plan: each program runs from its buffer
-// plan (PlanExecutor.h) in one workspace per device, F writes its stash
-// slots directly, the optimizer updates the state in place, and an eager
-// send's copy is freed once the schedule proves it received
-// (SendCompletion.h). measuredMemory() reports what a step allocated.
+// Memory follows passes/memory's plan, used as the compiler stored it: each
+// program runs from its buffer plan in one workspace per device, F writes
+// its stash slots directly (slots are pooled: a step allocates nothing once
+// the first has run), the optimizer updates the state in place, and an
+// eager send's copy is freed once the schedule proves it received
+// (SendCompletion.h). measuredMemory() reports what a step held.
 //
-// All ranks live in this process (the trainer reads every rank's state);
-// a failing rank stops its peers within the group's timeout as in
+// A failing rank stops its peers within the group's timeout as in
 // DeviceGroup::forEachRank.
 //
 //===----------------------------------------------------------------------===//
@@ -41,8 +44,8 @@
 
 #include "passes/pipeline/ParallelCompile.h"
 #include "runtime/parallel/DeviceGroup.h"
-#include "runtime/parallel/ParallelPlan.h"
-#include "runtime/train/Trainer.h"
+#include "runtime/parallel/ParallelConfig.h"
+#include "runtime/train/TrainOptions.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -52,13 +55,13 @@
 
 namespace strata {
 
-/// The device mesh a pipelined config runs on: <pp=P (when P > 1), dp, tp>.
-Mesh pipelineMesh(const ParallelConfig &config);
+/// The device mesh a config runs on: <pp=P (when P > 1), dp, tp>.
+Mesh trainingMesh(const ParallelConfig &config);
 
 /// The compiler's options for a training config: microbatches are
 /// options.gradAccum. Errors (layers < stages, microbatches that do not fit
 /// the schedule, ...) come from here, before anything runs.
-ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &config,
+ParallelCompileOptions trainingCompileOptions(const ParallelConfig &config,
                                               const TrainOptions &options);
 
 /// What one device of a pipeline rank allocated during the last step, in
@@ -67,8 +70,8 @@ struct MeasuredMemory {
   int64_t parameters = 0, gradients = 0, optimizerState = 0;
   /// The most stash bytes held at once (F outputs kept for B).
   int64_t maxStash = 0;
-  /// The one arena the rank's programs run in (PlanExecutor.h): the
-  /// largest of their buffer plans.
+  /// The one arena the rank's programs run in: the largest of their buffer
+  /// plans.
   int64_t workspace = 0;
   /// The most bytes of eager sends awaiting their peer (copies the
   /// communicator keeps until the step's end; the plan does not count them).
@@ -82,22 +85,22 @@ struct MeasuredMemory {
   int64_t peak() const { return staticBytes() + maxHeld + workspace; }
 };
 
-class PipelineTrainer {
+class Trainer {
 public:
-  /// Compiles the plan and binds its programs to the group, which must hold
-  /// every rank of pipelineMesh(config) and outlive the trainer.
-  static llvm::Expected<std::unique_ptr<PipelineTrainer>>
+  /// Compiles the programs and binds them to the group, which must hold
+  /// (this process's part of) trainingMesh(config) and outlive the trainer.
+  static llvm::Expected<std::unique_ptr<Trainer>>
   create(const Graph &forward, const Graph &evalForward,
          const TrainOptions &options, const ParallelConfig &config,
          DeviceGroup &group);
   /// Runs already compiled programs (a plan file's): `compiled` must be
-  /// compilePipeline's result for `forward` under pipelineCompileOptions(
+  /// compilePipeline's result for `forward` under trainingCompileOptions(
   /// config, options); the eval programs are still compiled here.
-  static llvm::Expected<std::unique_ptr<PipelineTrainer>>
+  static llvm::Expected<std::unique_ptr<Trainer>>
   create(CompiledPipeline compiled, const Graph &forward,
          const Graph &evalForward, const TrainOptions &options,
          const ParallelConfig &config, DeviceGroup &group);
-  ~PipelineTrainer();
+  ~Trainer();
 
   /// Sets every held parameter block from the serial initializer; zero
   /// moments.
@@ -111,18 +114,28 @@ public:
   int64_t step() const { return step_; }
   void setStep(int64_t s) { step_ = s; }
   const CompiledPipeline &compiled() const { return *plan_; }
-  /// Per pipeline rank (its first device): the bytes allocated during the
-  /// last step.
+  const ParallelConfig &config() const { return config_; }
+  /// Per pipeline rank held by this process (its first device): the bytes
+  /// allocated during the last step; zero for ranks elsewhere.
   std::vector<MeasuredMemory> measuredMemory() const;
 
   /// `<p>`, `adam_m.<p>`, `adam_v.<p>` (parameter order) as logical tensors,
-  /// read from the rank that owns each parameter's update.
+  /// read from the rank that owns each parameter's update; every process of
+  /// a job must call it.
   llvm::Expected<std::vector<std::pair<std::string, HostTensor>>> gatherState();
   /// Sets the state from logical tensors by those names: every rank that
   /// holds a parameter takes its block; a missing or misshapen tensor is an
   /// error naming it.
   llvm::Error
-  scatterState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup);
+  scatterState(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
+    return scatter(lookup, /*moments=*/true);
+  }
+  /// Sets the parameters `<p>` from logical tensors (imported weights, a
+  /// reference's) and zeroes the moments.
+  llvm::Error
+  loadParams(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
+    return scatter(lookup, /*moments=*/false);
+  }
 
   /// One microbatch through every stage (F, then B): the loss and the
   /// logical gradients `grad.<p>` (summed over dp and over the ranks that
@@ -132,11 +145,14 @@ public:
 
 private:
   struct RankState;
-  PipelineTrainer(DeviceGroup &g);
+  Trainer(DeviceGroup &g);
   llvm::Error bind();
-  /// The rank's F, B and optimizer programs, run from their buffer plans
-  /// in the rank's workspace.
-  llvm::Error createExecutors(RankState &r);
+  llvm::Error
+  scatter(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
+          bool moments);
+  /// The rank's F, B and optimizer programs, run from the stored buffer
+  /// plans in the rank's workspace.
+  llvm::Error createExecutables(RankState &r);
   llvm::Error bindEval();
   /// Every rank's blocks of the global microbatches (tokens, labels).
   llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,
@@ -152,14 +168,16 @@ private:
   llvm::Error waitForSends(RankState &r, Communicator &c, const Instr &in);
   llvm::Error runInstr(RankState &r, size_t local, const Instr &in,
                        uint64_t counterBase, StepStats *stats, bool eval);
+  llvm::Error runOptimizer(RankState &r, size_t local, double lr);
   /// One microbatch's F of every chunk, then (unless `forwardOnly`) B in
   /// reverse: a deadlock-free order for a single microbatch.
   std::vector<std::vector<Instr>> singleMicrobatch(bool forwardOnly) const;
   /// The logical value of the head's summed loss over the microbatches.
   llvm::Expected<double> headLoss(double divisor);
-  /// The logical tensor from the blocks of pipeline rank `pipeRank`.
+  /// The logical tensor of type `type` from the blocks of pipeline rank
+  /// `pipeRank` (`block` is called on the local ranks there).
   llvm::Expected<HostTensor>
-  gatherFromRank(int64_t pipeRank, const Sharding &s,
+  gatherFromRank(int64_t pipeRank, const TensorType &type, const Sharding &s,
                  llvm::function_ref<const HostTensor &(RankState &)> block);
 
   DeviceGroup &group_;
@@ -171,6 +189,8 @@ private:
   std::vector<std::string> names_; // parameters, in order
   llvm::StringMap<Sharding> paramSharding_, momentSharding_;
   llvm::StringMap<int64_t> owner_; // pipeline rank that updates a parameter
+  /// Pipeline ranks whose programs read a parameter, ascending.
+  llvm::StringMap<llvm::SmallVector<int64_t, 2>> holders_;
   std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
   CompletedSends completed_; // of the step's streams
   int64_t step_ = 0;

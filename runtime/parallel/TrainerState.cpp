@@ -1,12 +1,12 @@
-//===- PipelineState.cpp - State and gradients of a pipelined run ---------===//
+//===- TrainerState.cpp - State and gradients of a training run -----------===//
 //
-// The logical (serial) view of what the pipeline ranks hold: parameters and
-// AdamW moments gathered from, and scattered to, the ranks that hold them
+// The logical (serial) view of what the ranks hold: parameters and AdamW
+// moments gathered from, and scattered to, the ranks that hold them
 // (checkpoints), and one microbatch's loss and gradients (verification).
+// Ranks in other processes send their blocks over the world group.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/parallel/PipelineRankState.h"
-#include "runtime/parallel/ParallelInterpreter.h"
+#include "runtime/parallel/TrainerRankState.h"
 #include "runtime/parallel/Sharded.h"
 
 #include <cstring>
@@ -19,18 +19,34 @@ llvm::Error err(const llvm::Twine &msg) {
 }
 } // namespace
 
-llvm::Expected<HostTensor> PipelineTrainer::gatherFromRank(
-    int64_t pipeRank, const Sharding &s,
+llvm::Expected<HostTensor> Trainer::gatherFromRank(
+    int64_t pipeRank, const TensorType &type, const Sharding &s,
     llvm::function_ref<const HostTensor &(RankState &)> block) {
-  std::vector<HostTensor> blocks(stageMesh_.numDevices());
+  int64_t perStage = stageMesh_.numDevices();
+  std::vector<HostTensor> blocks(perStage);
+  if (group_.allLocal()) {
+    for (auto &r : ranks_)
+      if (r->pipeRank == pipeRank)
+        blocks[r->stageRank] = block(*r);
+    return gatherFull(blocks, s, stageMesh_);
+  }
+  // Every rank sends a block of one type: its own, or zeros.
+  auto local = localType(type, s, stageMesh_);
+  if (!local)
+    return local.takeError();
+  std::vector<HostTensor> mine;
   for (auto &r : ranks_)
-    if (r->pipeRank == pipeRank)
-      blocks[r->stageRank] = block(*r);
+    mine.push_back(r->pipeRank == pipeRank ? block(*r) : HostTensor(*local));
+  auto all = group_.allGather(mine);
+  if (!all)
+    return all.takeError();
+  for (int64_t i = 0; i < perStage; ++i)
+    blocks[i] = std::move((*all)[pipeRank * perStage + i]);
   return gatherFull(blocks, s, stageMesh_);
 }
 
 llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
+Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   ValueId tv = forward_.lookup("tokens");
   HostTensor tk(forward_.type(tv)), lb(forward_.type(tv));
   std::memcpy(tk.raw(), tokens, tk.bytes());
@@ -38,8 +54,7 @@ PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   if (auto e = scatterBatches({tk}, {lb}))
     return e;
   for (auto &r : ranks_)
-    for (auto &g : r->grads)
-      std::memset(g.second.raw(), 0, g.second.bytes());
+    r->gradsWritten.clear();
   if (auto e = runStreams(singleMicrobatch(false), uint64_t(step_), nullptr,
                           false))
     return e;
@@ -56,15 +71,11 @@ PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
     Sharding s = shardingOf(micro, micro.lookup("grad." + name));
     HostTensor sum;
     bool have = false;
-    for (int64_t pr = 0; pr < plan_->pipeline.pp; ++pr) {
-      bool holds = false;
-      for (auto &r : ranks_)
-        holds |= r->pipeRank == pr && r->grads.count(name);
-      if (!holds)
-        continue;
-      auto g = gatherFromRank(pr, s, [&](RankState &r) -> const HostTensor & {
-        return r.grads[name];
-      });
+    for (int64_t pr : holders_[name]) {
+      auto g = gatherFromRank(pr, forward_.type(forward_.lookup(name)), s,
+                              [&](RankState &r) -> const HostTensor & {
+                                return r.grads[name];
+                              });
       if (!g)
         return g.takeError();
       if (have)
@@ -79,13 +90,14 @@ PipelineTrainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
 }
 
 llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
-PipelineTrainer::gatherState() {
+Trainer::gatherState() {
   std::vector<std::pair<std::string, HostTensor>> state;
   auto gather = [&](const std::string &key, llvm::StringRef name,
                     const Sharding &s,
                     llvm::StringMap<HostTensor> RankState::*field)
       -> llvm::Error {
-    auto full = gatherFromRank(owner_[name], s,
+    auto full = gatherFromRank(owner_[name],
+                               forward_.type(forward_.lookup(name)), s,
                                [&](RankState &r) -> const HostTensor & {
                                  return (r.*field)[name];
                                });
@@ -106,8 +118,9 @@ PipelineTrainer::gatherState() {
   return state;
 }
 
-llvm::Error PipelineTrainer::scatterState(
-    llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup) {
+llvm::Error Trainer::scatter(
+    llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
+    bool moments) {
   auto scatter = [&](const std::string &key, llvm::StringRef name,
                      const Sharding &s,
                      llvm::StringMap<HostTensor> RankState::*field)
@@ -130,11 +143,18 @@ llvm::Error PipelineTrainer::scatterState(
   for (const std::string &n : names_) {
     if (auto e = scatter(n, n, paramSharding_[n], &RankState::p))
       return e;
+    if (!moments)
+      continue;
     if (auto e = scatter("adam_m." + n, n, momentSharding_[n], &RankState::m))
       return e;
     if (auto e = scatter("adam_v." + n, n, momentSharding_[n], &RankState::v))
       return e;
   }
+  if (!moments)
+    for (auto &r : ranks_)
+      for (auto *state : {&r->m, &r->v})
+        for (auto &t : *state)
+          std::memset(t.second.raw(), 0, t.second.bytes());
   return llvm::Error::success();
 }
 

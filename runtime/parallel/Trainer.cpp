@@ -1,11 +1,10 @@
-//===- PipelineTrainer.cpp - Training a pipelined plan on CPU devices ------===//
-#include "runtime/parallel/PipelineTrainer.h"
+//===- Trainer.cpp - The one trainer: any layout, serial included ----------===//
+#include "runtime/parallel/Trainer.h"
 
 #include "runtime/comm/CollectiveKernels.h"
-#include "runtime/parallel/ParallelInterpreter.h"
-#include "runtime/parallel/PipelineRankState.h"
 #include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
+#include "runtime/parallel/TrainerRankState.h"
 #include "runtime/train/ParamInit.h"
 
 #include <cstring>
@@ -33,7 +32,7 @@ bool writesInPlace(const Graph &g, ValueId out, ValueId in) {
 }
 } // namespace
 
-Mesh pipelineMesh(const ParallelConfig &c) {
+Mesh trainingMesh(const ParallelConfig &c) {
   Mesh m;
   if (c.pp > 1)
     m.axes.push_back({"pp", c.pp});
@@ -42,7 +41,7 @@ Mesh pipelineMesh(const ParallelConfig &c) {
   return m;
 }
 
-ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &c,
+ParallelCompileOptions trainingCompileOptions(const ParallelConfig &c,
                                               const TrainOptions &t) {
   ParallelCompileOptions o;
   o.tp = c.tp;
@@ -55,59 +54,59 @@ ParallelCompileOptions pipelineCompileOptions(const ParallelConfig &c,
   o.recompute = c.recompute;
   o.memoryBudget = c.memoryBudget;
   o.optimizer = t.optimizer;
+  o.distributedOptimizer = c.distributedOptimizer;
   // Fused before memory planning: the plan's buffers are the fused programs'.
   o.fusion = t.fusion;
   return o;
 }
 
-PipelineTrainer::PipelineTrainer(DeviceGroup &g) : group_(g) {}
-PipelineTrainer::~PipelineTrainer() = default;
+Trainer::Trainer(DeviceGroup &g) : group_(g) {}
+Trainer::~Trainer() = default;
 
-llvm::Expected<std::unique_ptr<PipelineTrainer>>
-PipelineTrainer::create(const Graph &forward, const Graph &evalForward,
-                        const TrainOptions &options,
-                        const ParallelConfig &config, DeviceGroup &group) {
-  Mesh want = pipelineMesh(config);
-  if (!(group.mesh() == want)) {
-    std::string w, h;
-    llvm::raw_string_ostream ws(w), hs(h);
-    printMesh(ws, want);
-    printMesh(hs, group.mesh());
-    return err("the pipelined configuration needs " + ws.str() +
-               ", the device group has " + hs.str());
-  }
-  if (!group.allLocal())
-    return err("pipelined training runs every rank in one process (run "
-               "`strata train` without `strata launch`)");
-  if (config.distributedOptimizer)
-    return err("the distributed optimizer is not supported with pipelining "
-               "yet (drop --distributed-optimizer, or --pp and --recompute)");
-  for (size_t l = 0; l < group.numLocal(); ++l)
-    if (!group.device(l).isHostMemory())
-      return err("the pipeline trainer keeps its state in host memory; "
-                 "device " +
-                 group.device(l).name() + " is not supported yet");
+namespace {
+llvm::Error checkGroup(const ParallelConfig &config, DeviceGroup &group) {
+  Mesh want = trainingMesh(config);
+  if (group.mesh() == want)
+    return llvm::Error::success();
+  std::string w, h;
+  llvm::raw_string_ostream ws(w), hs(h);
+  printMesh(ws, want);
+  printMesh(hs, group.mesh());
+  return err("the configuration needs " + ws.str() + ", the device group has " +
+             hs.str());
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<Trainer>>
+Trainer::create(const Graph &forward, const Graph &evalForward,
+                const TrainOptions &options, const ParallelConfig &config,
+                DeviceGroup &group) {
+  if (auto e = checkGroup(config, group))
+    return e;
   auto compiled =
-      compilePipeline(forward, pipelineCompileOptions(config, options));
+      compilePipeline(forward, trainingCompileOptions(config, options));
   if (!compiled)
     return compiled.takeError();
   return create(std::move(*compiled), forward, evalForward, options, config,
                 group);
 }
 
-llvm::Expected<std::unique_ptr<PipelineTrainer>>
-PipelineTrainer::create(CompiledPipeline compiled, const Graph &forward,
-                        const Graph &evalForward, const TrainOptions &options,
-                        const ParallelConfig &config, DeviceGroup &group) {
-  if (!(group.mesh() == pipelineMesh(config)) || !group.allLocal())
-    return err("the compiled programs need every rank of their mesh in this "
-               "process");
+llvm::Expected<std::unique_ptr<Trainer>>
+Trainer::create(CompiledPipeline compiled, const Graph &forward,
+                const Graph &evalForward, const TrainOptions &options,
+                const ParallelConfig &config, DeviceGroup &group) {
+  if (auto e = checkGroup(config, group))
+    return e;
+  for (size_t l = 0; l < group.numLocal(); ++l)
+    if (!group.device(l).isHostMemory())
+      return err("the trainer keeps its state in host memory; device " +
+                 group.device(l).name() + " is not supported yet");
   if (compiled.pipeline.schedule.microbatches != options.gradAccum)
     return err("the programs were compiled for " +
                llvm::Twine(compiled.pipeline.schedule.microbatches) +
                " microbatches per step, the run asks for " +
                llvm::Twine(options.gradAccum));
-  std::unique_ptr<PipelineTrainer> t(new PipelineTrainer(group));
+  std::unique_ptr<Trainer> t(new Trainer(group));
   t->opts_ = options;
   t->config_ = config;
   t->forward_ = forward;
@@ -118,7 +117,7 @@ PipelineTrainer::create(CompiledPipeline compiled, const Graph &forward,
   return t;
 }
 
-llvm::Error PipelineTrainer::bind() {
+llvm::Error Trainer::bind() {
   const PipelinePlan &pp = plan_->pipeline;
   for (const MeshAxis &a : group_.mesh().axes)
     if (a.name != "pp")
@@ -126,8 +125,35 @@ llvm::Error PipelineTrainer::bind() {
   int64_t perStage = stageMesh_.numDevices();
   for (ValueId v : forward_.params())
     names_.push_back(forward_.value(v).name);
+  // Who holds and who updates each parameter, from the whole plan (ranks
+  // of other processes included).
   for (const TiedParam &t : pp.tied)
     owner_[t.name] = t.ranks[0];
+  for (const PipelineStage &st : pp.stages)
+    for (const Graph *g : {&st.forward, &st.backward})
+      for (ValueId in : g->inputs()) {
+        const Value &val = g->value(in);
+        if (!val.isParam())
+          continue;
+        paramSharding_[val.name] = shardingOf(*g, in);
+        auto &h = holders_[val.name];
+        if (!llvm::is_contained(h, st.rank)) {
+          h.push_back(st.rank);
+          llvm::sort(h);
+        }
+        owner_.try_emplace(val.name, st.rank);
+      }
+  for (const Graph &opt : pp.optimizers)
+    for (ValueId in : opt.inputs()) {
+      llvm::StringRef name = opt.value(in).name;
+      if (name.consume_front("adam_m."))
+        momentSharding_[name] = shardingOf(opt, in);
+    }
+  for (const std::string &n : names_)
+    if (!paramSharding_.count(n) || !momentSharding_.count(n))
+      return err("parameter %" + n +
+                 " is read by no stage program or updated by no optimizer "
+                 "program of the plan");
 
   ranks_.clear();
   for (size_t l = 0; l < group_.numLocal(); ++l) {
@@ -138,34 +164,26 @@ llvm::Error PipelineTrainer::bind() {
     for (int64_t c = 0; c < pp.schedule.spec.virtualStages; ++c)
       r->stages.push_back(pp.schedule.stageOf(r->pipeRank, c));
     r->device = &group_.device(l);
-    if (auto e = createExecutors(*r))
+    if (auto e = createExecutables(*r))
       return e;
     for (int64_t s : r->stages) {
-      const PipelineStage &st = pp.stages[s];
-      // Held parameters: every parameter input of the rank's programs.
-      for (const Graph *g : {&st.forward, &st.backward})
+      for (const Graph *g : {&pp.stages[s].forward, &pp.stages[s].backward})
         for (ValueId in : g->inputs()) {
           const Value &val = g->value(in);
-          if (!val.isParam())
-            continue;
-          paramSharding_[val.name] = shardingOf(*g, in);
-          if (!r->p.count(val.name)) {
+          if (val.isParam() && !r->p.count(val.name)) {
             r->p[val.name] = HostTensor(val.type);
             r->grads[val.name] = HostTensor(val.type);
           }
-          if (!owner_.count(val.name))
-            owner_[val.name] = r->pipeRank;
         }
       r->stash.emplace_back();
+      r->stashPool.emplace_back();
     }
     const Graph &opt = pp.optimizers[r->pipeRank];
     for (ValueId in : opt.inputs()) {
       llvm::StringRef name = opt.value(in).name;
       bool isM = name.consume_front("adam_m.");
-      if (!isM && !name.consume_front("adam_v."))
-        continue;
-      (isM ? r->m : r->v)[name] = HostTensor(opt.type(in));
-      momentSharding_[name] = shardingOf(opt, in);
+      if (isM || name.consume_front("adam_v."))
+        (isM ? r->m : r->v)[name] = HostTensor(opt.type(in));
     }
     ranks_.push_back(std::move(r));
   }
@@ -174,24 +192,22 @@ llvm::Error PipelineTrainer::bind() {
     if (!s.empty() && s.back().kind == Instr::Optimizer)
       s.pop_back();
   completed_ = completedSends(pp.schedule, streams);
-  for (const std::string &n : names_)
-    if (!paramSharding_.count(n) || !momentSharding_.count(n))
-      return err("parameter %" + n +
-                 " is read by no stage program or updated by no optimizer "
-                 "program of the pipeline plan");
   return llvm::Error::success();
 }
 
-llvm::Error PipelineTrainer::createExecutors(RankState &r) {
+llvm::Error Trainer::createExecutables(RankState &r) {
   const PipelinePlan &pp = plan_->pipeline;
-  // The buffer plans of passes/memory (MemoryPlan.cpp), of the programs as
-  // they run (fused or not): F's outputs go to stash slots, the optimizer's
-  // to the state they replace.
-  BufferPlanOptions outside;
-  outside.outputsInArena = false;
-  auto mk = [&](const Graph &g, const BufferPlanOptions &o,
-                std::unique_ptr<PlanExecutor> &out) -> llvm::Error {
-    auto x = PlanExecutor::create(g, planBuffers(g, o), *r.device);
+  const MemoryPlan &mp = plan_->memory;
+  // The buffer plans passes/memory made for the programs as they run (fused
+  // or not): F's outputs go to stash slots, the optimizer's to the state
+  // they replace.
+  if (mp.forward.size() != pp.stages.size() ||
+      mp.backward.size() != pp.stages.size() ||
+      mp.optimizer.size() != pp.optimizers.size())
+    return err("the plan has no buffer plan for every program");
+  auto mk = [&](const Graph &g, const BufferPlan &plan,
+                std::unique_ptr<Executable> &out) -> llvm::Error {
+    auto x = Executable::create(g, plan, *r.device);
     if (!x)
       return err("@" + g.name + ": " + llvm::toString(x.takeError()));
     out = std::move(*x);
@@ -201,15 +217,15 @@ llvm::Error PipelineTrainer::createExecutors(RankState &r) {
   for (int64_t s : r.stages) {
     r.fwd.emplace_back();
     r.bwd.emplace_back();
-    if (auto e = mk(pp.stages[s].forward, outside, r.fwd.back()))
+    if (auto e = mk(pp.stages[s].forward, mp.forward[s], r.fwd.back()))
       return e;
-    if (auto e = mk(pp.stages[s].backward, {}, r.bwd.back()))
+    if (auto e = mk(pp.stages[s].backward, mp.backward[s], r.bwd.back()))
       return e;
   }
-  return mk(pp.optimizers[r.pipeRank], outside, r.opt);
+  return mk(pp.optimizers[r.pipeRank], mp.optimizer[r.pipeRank], r.opt);
 }
 
-llvm::Error PipelineTrainer::bindEval() {
+llvm::Error Trainer::bindEval() {
   if (eval_)
     return llvm::Error::success();
   // The same cut on the model without dropout; only F programs run.
@@ -221,17 +237,17 @@ llvm::Error PipelineTrainer::bindEval() {
     c.layersPerStage.push_back(s.numLayers);
   TrainOptions t = opts_;
   t.gradAccum = plan_->pipeline.schedule.microbatches;
-  auto compiled =
-      compilePipeline(evalForward_, pipelineCompileOptions(c, t));
+  auto compiled = compilePipeline(evalForward_, trainingCompileOptions(c, t));
   if (!compiled)
     return compiled.takeError();
   auto e = std::make_unique<CompiledPipeline>(std::move(*compiled));
   for (size_t l = 0; l < ranks_.size(); ++l) {
     RankState &r = *ranks_[l];
     r.evalFwd.clear();
+    // Outputs in the arena: eval's stash values are not kept.
     for (int64_t s : r.stages) {
       const Graph &g = e->pipeline.stages[s].forward;
-      auto x = PlanExecutor::create(g, planBuffers(g), *r.device);
+      auto x = Executable::create(g, planBuffers(g), *r.device);
       if (!x)
         return x.takeError();
       r.reserve((*x)->arenaBytes());
@@ -242,15 +258,16 @@ llvm::Error PipelineTrainer::bindEval() {
   return llvm::Error::success();
 }
 
-llvm::Error PipelineTrainer::initParams() {
+llvm::Error Trainer::initParams() {
   for (const std::string &name : names_) {
-    auto full = initParam(forward_, forward_.lookup(name), opts_.seed);
-    if (!full)
-      return full.takeError();
+    const Value &param = forward_.value(forward_.lookup(name));
+    auto element = paramInitializer(param, opts_.seed);
+    if (!element)
+      return element.takeError();
     for (auto &r : ranks_) {
       if (r->p.count(name)) {
-        auto block =
-            shardOf(*full, paramSharding_[name], stageMesh_, r->stageRank);
+        auto block = blockOf(param.type, paramSharding_[name], stageMesh_,
+                             r->stageRank, *element);
         if (!block)
           return block.takeError();
         r->p[name] = std::move(*block);
@@ -264,9 +281,8 @@ llvm::Error PipelineTrainer::initParams() {
   return llvm::Error::success();
 }
 
-llvm::Error
-PipelineTrainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
-                                llvm::ArrayRef<HostTensor> labels) {
+llvm::Error Trainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
+                                    llvm::ArrayRef<HostTensor> labels) {
   const Graph &micro = plan_->micro;
   Sharding ts = shardingOf(micro, micro.lookup("tokens")),
            ls = shardingOf(micro, micro.lookup("labels"));
@@ -287,90 +303,91 @@ PipelineTrainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
   return llvm::Error::success();
 }
 
-llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
-                                      const Instr &in, uint64_t counterBase,
-                                      StepStats *stats, bool eval) {
-  const PipelinePlan &pp = plan_->pipeline;
-  LaunchContext base;
-  base.seed = opts_.seed;
+llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
+  const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
+  HostTensor lrIn = HostTensor::scalar(lr),
+             t = HostTensor::scalar(double(step_ + 1));
   std::vector<const void *> ins;
-  std::vector<void *> outs;
-
-  if (in.kind == Instr::Optimizer) {
-    const Graph &g = pp.optimizers[r.pipeRank];
-    HostTensor lr = HostTensor::scalar(stats->lr),
-               t = HostTensor::scalar(double(step_ + 1));
-    for (ValueId v : g.inputs()) {
-      llvm::StringRef name = g.value(v).name;
-      llvm::StringMap<HostTensor> *state = &r.p;
-      if (name == "lr" || name == "step") {
-        ins.push_back(name == "lr" ? lr.raw() : t.raw());
-        continue;
-      }
-      if (name.consume_front("grad."))
-        state = &r.grads;
-      else if (name.consume_front("adam_m."))
-        state = &r.m;
-      else if (name.consume_front("adam_v."))
-        state = &r.v;
-      auto it = state->find(name);
-      if (it == state->end())
-        return err("@" + g.name + ": no state for input %" + g.value(v).name);
-      ins.push_back(it->second.raw());
+  for (ValueId v : g.inputs()) {
+    llvm::StringRef name = g.value(v).name;
+    llvm::StringMap<HostTensor> *state = &r.p;
+    if (name == "lr" || name == "step") {
+      ins.push_back(name == "lr" ? lrIn.raw() : t.raw());
+      continue;
     }
-    // New parameters and moments are written over the old ones where that
-    // is safe, else staged and copied.
-    std::vector<void *> bound;
-    std::vector<std::pair<HostTensor, HostTensor *>> staged;
-    for (ValueId out : g.outputs()) {
-      llvm::StringRef name = g.value(out).name;
-      if (name == "grad_norm") {
-        bound.push_back(r.normOut.raw());
-        continue;
-      }
-      std::string oldName = name.drop_front(4).str(); // past "new."
-      llvm::StringRef key = oldName;
-      llvm::StringMap<HostTensor> *state = &r.p;
-      if (key.consume_front("adam_m."))
-        state = &r.m;
-      else if (key.consume_front("adam_v."))
-        state = &r.v;
-      auto it = state->find(key);
-      if (!name.startswith("new.") || it == state->end())
-        return err("@" + g.name + " has an output %" + name +
-                   " that updates no state of this rank");
-      if (writesInPlace(g, out, g.lookup(oldName))) {
-        bound.push_back(it->second.raw());
-        continue;
-      }
-      staged.emplace_back(HostTensor(g.type(out)), &it->second);
-      bound.push_back(staged.back().first.raw());
-    }
-    if (auto e = r.opt->run(ins, bound, r.workspace, outs,
-                            group_.context(local, base)))
-      return e;
-    for (const Node &n : g.nodes())
-      if (n.op == OpKind::Send)
-        r.messagesHeld += g.type(n.operands[0]).bytes();
-    r.gradNorm = *r.normOut.data<float>();
-    for (auto &[from, to] : staged)
-      std::memcpy(to->raw(), from.raw(), to->bytes());
-    return llvm::Error::success();
+    if (name.consume_front("grad."))
+      state = &r.grads;
+    else if (name.consume_front("adam_m."))
+      state = &r.m;
+    else if (name.consume_front("adam_v."))
+      state = &r.v;
+    auto it = state->find(name);
+    if (it == state->end())
+      return err("@" + g.name + ": no state for input %" + g.value(v).name);
+    ins.push_back(it->second.raw());
   }
+  // New parameters and moments are written over the old ones where that
+  // is safe, else into a staging buffer (kept across steps) and copied.
+  std::vector<void *> bound;
+  std::vector<std::pair<HostTensor *, HostTensor *>> staged;
+  for (ValueId out : g.outputs()) {
+    llvm::StringRef name = g.value(out).name;
+    if (name == "grad_norm") {
+      bound.push_back(r.normOut.raw());
+      continue;
+    }
+    std::string oldName = name.drop_front(4).str(); // past "new."
+    llvm::StringRef key = oldName;
+    llvm::StringMap<HostTensor> *state = &r.p;
+    if (key.consume_front("adam_m."))
+      state = &r.m;
+    else if (key.consume_front("adam_v."))
+      state = &r.v;
+    auto it = state->find(key);
+    if (!name.startswith("new.") || it == state->end())
+      return err("@" + g.name + " has an output %" + name +
+                 " that updates no state of this rank");
+    if (writesInPlace(g, out, g.lookup(oldName))) {
+      bound.push_back(it->second.raw());
+      continue;
+    }
+    HostTensor &stage = r.staging[name];
+    if (stage.type() != g.type(out))
+      stage = HostTensor(g.type(out));
+    staged.emplace_back(&stage, &it->second);
+    bound.push_back(stage.raw());
+  }
+  std::vector<void *> outs;
+  if (auto e = r.opt->run(ins, bound, r.workspace, outs,
+                          group_.context(local, {})))
+    return e;
+  for (const Node &n : g.nodes())
+    if (n.op == OpKind::Send)
+      r.messagesHeld += g.type(n.operands[0]).bytes();
+  r.gradNorm = *r.normOut.data<float>();
+  for (auto &[from, to] : staged)
+    std::memcpy(to->raw(), from->raw(), to->bytes());
+  return llvm::Error::success();
+}
 
-  const PipelineStage &st = pp.stages[r.stages[in.chunk]];
+llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
+                              uint64_t counterBase, StepStats *stats,
+                              bool eval) {
+  if (in.kind == Instr::Optimizer)
+    return runOptimizer(r, local, stats->lr);
+  const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
   bool forward = in.kind == Instr::Forward;
-  const Graph &g =
-      eval ? eval_->pipeline.stages[st.index].forward
-           : (forward ? st.forward : st.backward);
-  PlanExecutor &prog = eval ? *r.evalFwd[in.chunk]
-                            : *(forward ? r.fwd : r.bwd)[in.chunk];
+  const Graph &g = eval ? eval_->pipeline.stages[st.index].forward
+                        : (forward ? st.forward : st.backward);
+  Executable &prog =
+      eval ? *r.evalFwd[in.chunk] : *(forward ? r.fwd : r.bwd)[in.chunk];
   std::vector<HostTensor> &stash = r.stash[in.chunk][in.microbatch];
+  std::vector<const void *> ins;
   for (ValueId v : g.inputs()) {
     const Value &val = g.value(v);
     if (val.name == "tokens" || val.name == "labels") {
-      ins.push_back((val.name == "tokens" ? r.tokens : r.labels)[in.microbatch]
-                        .raw());
+      ins.push_back(
+          (val.name == "tokens" ? r.tokens : r.labels)[in.microbatch].raw());
       continue;
     }
     if (auto it = r.p.find(val.name); it != r.p.end()) {
@@ -382,22 +399,47 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
       return err("@" + g.name + ": no data for input %" + val.name);
     ins.push_back(stash[s - st.stash.begin()].raw());
   }
+  LaunchContext base;
+  base.seed = opts_.seed;
   base.step = counterBase + uint64_t(in.microbatch);
   base.microbatch = uint64_t(in.microbatch);
-  // F writes the loss and its stash slots (allocated now, freed after B).
-  std::vector<void *> bound(g.outputs().size(), nullptr);
-  size_t first = forward && st.head ? 1 : 0;
-  if (first)
-    bound[0] = r.lossOut.raw();
-  if (forward && !eval) {
-    for (size_t o = first; o < bound.size(); ++o) {
-      stash.emplace_back(g.type(g.outputs()[o]));
-      bound[o] = stash.back().raw();
-      r.stashHeld += stash.back().bytes();
+  std::vector<void *> bound(g.outputs().size(), nullptr), outs;
+  if (forward) {
+    // F writes the loss and its stash slots (from the chunk's pool; back
+    // to it after B).
+    size_t first = st.head ? 1 : 0;
+    if (first)
+      bound[0] = r.lossOut.raw();
+    if (!eval) {
+      auto &pool = r.stashPool[in.chunk];
+      if (!pool.empty()) {
+        stash = std::move(pool.back());
+        pool.pop_back();
+      } else {
+        for (size_t o = first; o < bound.size(); ++o)
+          stash.emplace_back(g.type(g.outputs()[o]));
+      }
+      for (size_t o = first; o < bound.size(); ++o) {
+        bound[o] = stash[o - first].raw();
+        r.stashHeld += stash[o - first].bytes();
+      }
+    }
+  } else {
+    // B's first gradient of a parameter this step lands in its buffer;
+    // later ones (microbatches, tied copies in other chunks) are added.
+    for (size_t o = 0; o < bound.size(); ++o) {
+      llvm::StringRef name = g.value(g.outputs()[o]).name;
+      auto it =
+          name.consume_front("grad.") ? r.grads.find(name) : r.grads.end();
+      if (it == r.grads.end())
+        return err("@" + g.name + " output %" + g.value(g.outputs()[o]).name +
+                   " is not the gradient of a held parameter");
+      if (r.gradsWritten.insert(it->first()).second)
+        bound[o] = it->second.raw();
     }
   }
-  if (auto e = prog.run(ins, bound, r.workspace, outs,
-                        group_.context(local, base)))
+  if (auto e =
+          prog.run(ins, bound, r.workspace, outs, group_.context(local, base)))
     return e;
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
@@ -407,29 +449,24 @@ llvm::Error PipelineTrainer::runInstr(RankState &r, size_t local,
       r.loss += double(*static_cast<const float *>(outs[0]));
     return llvm::Error::success();
   }
-  for (size_t o = 0; o < outs.size(); ++o) {
-    llvm::StringRef name = g.value(g.outputs()[o]).name;
-    auto it = name.consume_front("grad.") ? r.grads.find(name) : r.grads.end();
-    if (it == r.grads.end())
-      return err("@" + g.name + " output %" + g.value(g.outputs()[o]).name +
-                 " is not the gradient of a held parameter");
-    addInto(it->second, outs[o]);
-  }
+  for (size_t o = 0; o < outs.size(); ++o)
+    if (!bound[o])
+      addInto(r.grads[g.value(g.outputs()[o]).name.substr(5)], outs[o]);
   for (const HostTensor &t : stash)
     r.stashHeld -= t.bytes();
+  r.stashPool[in.chunk].push_back(std::move(stash));
   stash.clear();
   return llvm::Error::success();
 }
 
-llvm::Error
-PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
-                            uint64_t counterBase, StepStats *stats, bool eval,
-                            const CompletedSends *completed) {
+llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
+                                uint64_t counterBase, StepStats *stats,
+                                bool eval, const CompletedSends *completed) {
   int64_t M = plan_->pipeline.schedule.microbatches;
   for (auto &r : ranks_) {
     r->loss = 0;
     for (auto &s : r->stash)
-      s.assign(M, {});
+      s.resize(M);
     r->stashHeld = 0;
     r->messagesHeld = 0;
   }
@@ -460,8 +497,8 @@ PipelineTrainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
   });
 }
 
-llvm::Error PipelineTrainer::waitForSends(RankState &r, Communicator &c,
-                                          const Instr &in) {
+llvm::Error Trainer::waitForSends(RankState &r, Communicator &c,
+                                  const Instr &in) {
   const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
   const Graph &g = in.kind == Instr::Forward ? st.forward : st.backward;
   for (const Node &n : g.nodes()) {
@@ -478,7 +515,7 @@ llvm::Error PipelineTrainer::waitForSends(RankState &r, Communicator &c,
 }
 
 std::vector<std::vector<Instr>>
-PipelineTrainer::singleMicrobatch(bool forwardOnly) const {
+Trainer::singleMicrobatch(bool forwardOnly) const {
   const Schedule &s = plan_->pipeline.schedule;
   std::vector<std::vector<Instr>> streams(s.pp);
   for (auto &st : streams) {
@@ -491,20 +528,25 @@ PipelineTrainer::singleMicrobatch(bool forwardOnly) const {
   return streams;
 }
 
-llvm::Expected<double> PipelineTrainer::headLoss(double divisor) {
+llvm::Expected<double> Trainer::headLoss(double divisor) {
   const PipelineStage &head = plan_->pipeline.stages.back();
   Sharding s = shardingOf(head.forward, head.forward.outputs()[0]);
-  std::vector<HostTensor> blocks(stageMesh_.numDevices());
+  std::vector<HostTensor> mine;
   for (auto &r : ranks_)
-    if (r->pipeRank == head.rank)
-      blocks[r->stageRank] = HostTensor::scalar(r->loss / divisor, DType::F64);
+    mine.push_back(HostTensor::scalar(r->loss / divisor, DType::F64));
+  auto all = group_.allGather(mine);
+  if (!all)
+    return all.takeError();
+  int64_t perStage = stageMesh_.numDevices();
+  std::vector<HostTensor> blocks(all->begin() + head.rank * perStage,
+                                 all->begin() + (head.rank + 1) * perStage);
   auto value = gatherFull(blocks, s, stageMesh_);
   if (!value)
     return value.takeError();
   return value->get(0);
 }
 
-llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
+llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
   const Schedule &s = plan_->pipeline.schedule;
   int64_t M = s.microbatches;
   ValueId tv = forward_.lookup("tokens");
@@ -519,13 +561,12 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
   if (auto e = scatterBatches(tokens, labels))
     return e;
   for (auto &r : ranks_)
-    for (auto &g : r->grads)
-      std::memset(g.second.raw(), 0, g.second.bytes());
+    r->gradsWritten.clear();
   StepStats stats;
   stats.lr = opts_.schedule.at(step_);
-  // The optimizer runs on the gradients averaged over the microbatches, as
-  // the serial Trainer's accumulation does: run the streams without their
-  // optimizer, scale, then the optimizer programs.
+  // The optimizer runs on the gradients averaged over the microbatches:
+  // run the streams without their optimizer, scale, then the optimizer
+  // programs.
   std::vector<std::vector<Instr>> streams = s.ranks, opt(s.pp);
   for (int64_t r = 0; r < s.pp; ++r) {
     if (streams[r].empty() || streams[r].back().kind != Instr::Optimizer)
@@ -539,7 +580,7 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
     m = MeasuredMemory();
     for (auto *state : {&r->p, &r->grads, &r->m, &r->v})
       for (auto &t : *state)
-        (state == &r->p ? m.parameters
+        (state == &r->p       ? m.parameters
          : state == &r->grads ? m.gradients
                               : m.optimizerState) += t.second.bytes();
     m.workspace = r->workspaceBytes;
@@ -549,6 +590,10 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
     if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false,
                             &completed_))
       return e;
+    for (auto &r : ranks_)
+      for (auto &g : r->grads)
+        if (!r->gradsWritten.count(g.first()))
+          std::memset(g.second.raw(), 0, g.second.bytes());
     auto loss = headLoss(double(M));
     if (!loss)
       return loss.takeError();
@@ -572,7 +617,7 @@ llvm::Expected<StepStats> PipelineTrainer::step(const BatchFn &batch) {
   return stats;
 }
 
-std::vector<MeasuredMemory> PipelineTrainer::measuredMemory() const {
+std::vector<MeasuredMemory> Trainer::measuredMemory() const {
   std::vector<MeasuredMemory> out(plan_->pipeline.pp);
   for (auto &r : ranks_)
     if (r->stageRank == 0)
@@ -580,8 +625,8 @@ std::vector<MeasuredMemory> PipelineTrainer::measuredMemory() const {
   return out;
 }
 
-llvm::Expected<double> PipelineTrainer::evalLoss(const int32_t *tokens,
-                                                 const int32_t *labels) {
+llvm::Expected<double> Trainer::evalLoss(const int32_t *tokens,
+                                         const int32_t *labels) {
   if (auto e = bindEval())
     return e;
   ValueId tv = forward_.lookup("tokens");

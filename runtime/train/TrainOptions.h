@@ -1,0 +1,37 @@
+//===- TrainOptions.h - What a training step is ---------------------------===//
+//
+// The options of the one trainer (runtime/parallel/Trainer.h) that do not
+// depend on the layout, what a step reports, and how it gets its batches.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/optimizer/OptimizerGraph.h"
+#include "runtime/train/LRSchedule.h"
+
+#include <cstdint>
+#include <functional>
+
+namespace strata {
+
+struct TrainOptions {
+  int64_t gradAccum = 1;
+  LRSchedule schedule;
+  OptimizerConfig optimizer;
+  uint64_t seed = 1337;  // init, dropout
+  /// Fuse elementwise chains of the programs (passes/fusion); the CPU
+  /// compiles their kernels once, at create (runtime/cpu/FusedKernels.h).
+  bool fusion = false;
+};
+
+struct StepStats {
+  double loss = 0;      // mean over the step's microbatches
+  double gradNorm = 0;  // global norm before clipping
+  double lr = 0;
+};
+
+/// Writes microbatch `micro` of the current step as i32 [B,S] tokens/labels.
+using BatchFn =
+    std::function<void(int64_t micro, int32_t *tokens, int32_t *labels)>;
+
+} // namespace strata
