@@ -4,7 +4,9 @@
 // failing rank stopping the job quickly with its exit code, a 2-process
 // training job on loopback giving bitwise the losses of the same layout run
 // in one process (both reduce in rank order; see runtime/comm), the verify
-// verb's report and exit codes, and pipelined verify and train.
+// verb's report and exit codes, pipelined verify and train, and pipelined
+// and ZeRO-1 jobs of several processes matching the serial run and resuming
+// in another layout.
 //
 //===----------------------------------------------------------------------===//
 #include "llvm/ADT/SmallString.h"
@@ -327,6 +329,68 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
                           "block each, but the model has 2"),
             std::string::npos)
       << deep.err;
+}
+
+// Pipelined jobs of several processes (one rank each): pp 2 x tp 2 and
+// pp 2 x dp 2 with the distributed optimizer give the serial run's losses
+// (the same microbatches accumulated), and the pp 2 x tp 2 checkpoint
+// resumed on one device continues with the serial run's next losses.
+TEST_F(LaunchTest, PipelinedJobsMatchSerialAndResumeInAnotherLayout) {
+  std::ofstream d(dir_ + "/text.txt");
+  for (int i = 0; i < 300; ++i)
+    d << "to be or not to be, that is the question " << i << "\n";
+  d.close();
+  std::ofstream s(dir_ + "/gpt.textproto");
+  s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
+training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 grad_accum: 2 }
+)";
+  s.close();
+  auto train = [&](std::vector<std::string> pre,
+                   std::vector<std::string> extra, const std::string &out) {
+    std::vector<std::string> a = pre;
+    a.insert(a.end(), {"train", dir_ + "/gpt.textproto", "--data",
+                       dir_ + "/text.txt", "--sample", "0"});
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.push_back("--out");
+    a.push_back(dir_ + "/" + out);
+    return strata(a);
+  };
+  std::vector<std::string> four = {"launch", "--nproc",  "4", "--master-port",
+                                   "0",      "--",       "strata"};
+  auto near = [&](const std::string &got, const std::string &want) {
+    std::vector<std::string> a = losses(dir_ + "/" + got),
+                             b = losses(dir_ + "/" + want);
+    ASSERT_EQ(a.size(), b.size()) << got;
+    ASSERT_FALSE(a.empty());
+    for (size_t i = 0; i < a.size(); ++i) // Verify.cpp's f32 tolerance
+      EXPECT_NEAR(std::stod(a[i]), std::stod(b[i]), 1e-5 * std::stod(b[i]))
+          << got << " step " << i + 1;
+  };
+  Result serial = train({}, {}, "serial");
+  ASSERT_EQ(serial.code, 0) << serial.err;
+  Result pptp = train(four, {"--pp", "2", "--tp", "2"}, "pptp");
+  ASSERT_EQ(pptp.code, 0) << pptp.err;
+  EXPECT_NE(pptp.out.find("on 4 CPU devices (tp=2 dp=1 pp=2, 1f1b over 2 "
+                          "microbatches, recompute none), rank 0 of 4 "
+                          "processes"),
+            std::string::npos)
+      << pptp.out;
+  near("pptp", "serial");
+  Result zero = train(four, {"--pp", "2", "--dp", "2", "--distributed-optimizer"},
+                      "ppzero");
+  ASSERT_EQ(zero.code, 0) << zero.err;
+  near("ppzero", "serial");
+
+  // Two more steps: the serial run resumed, and the pp 2 x tp 2 run's
+  // checkpoint resumed on one device.
+  for (const char *out : {"serial", "pptp"}) {
+    Result r = train({}, {"--steps", "5", "--resume"}, out);
+    ASSERT_EQ(r.code, 0) << out << ": " << r.err;
+    EXPECT_NE(r.out.find("resumed at step 3"), std::string::npos) << r.out;
+  }
+  near("pptp", "serial");
+  EXPECT_EQ(losses(dir_ + "/serial").size(), 5u);
 }
 
 } // namespace
