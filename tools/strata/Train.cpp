@@ -1,9 +1,9 @@
 //===- Train.cpp - `strata train (SPEC|PLAN) [--data FILE] [overrides]` ----===//
 //
-// Trains a model on one CPU device, or on tp*dp of them (--tp, --dp, --sp,
-// --distributed-optimizer; one per process under `strata launch`), or
-// pipelined on tp*dp*pp in-process devices (--pp, --microbatches,
-// --schedule, --recompute; runtime/parallel/PipelineTrainer.h): the
+// Trains a model on one CPU device or on tp*dp*pp of them (--tp, --dp,
+// --sp, --distributed-optimizer, --pp, --microbatches, --schedule,
+// --recompute; all in this process, or one per process under `strata
+// launch`) with the one trainer (runtime/parallel/Trainer.h): the
 // spec's training and data sections, overridden by flags, drive
 // runtime/train/TrainingRun. A relative data.path is resolved against the
 // directory of the spec (for a plan: of the spec it was compiled from, which
@@ -113,14 +113,11 @@ Error usePlanPrograms(const pb::Plan &plan, RunOptions &o, int64_t stepMicrobatc
   const char *why = nullptr;
   for (const cl::Option *flag :
        std::initializer_list<const cl::Option *>{&batch, &seq, &dropout, &tp, &dp, &sp, &pp,
-                                                 &schedule, &recomputeMode})
+                                                 &schedule, &recomputeMode, &distOpt})
     if (flag->getNumOccurrences()) why = "a flag changes the model or its layout";
   if (noFusion && plan.parallel().fusion()) why = "--no-fusion";
   if (stepMicrobatches != std::max<int64_t>(plan.parallel().microbatches(), 1))
     why = "the step's microbatches differ from the plan's";
-  if (plan.parallel().distributed_optimizer() || distOpt)
-    why = "the distributed optimizer runs on the tp x dp trainer";
-  if (std::getenv("WORLD_SIZE")) why = "a multi-process job compiles on every rank";
   if (!plan.pipeline().has_micro()) why = "the plan predates stored programs";
   if (why) {
     reportNote("compiling the plan's spec again (" + Twine(why) + ")");
