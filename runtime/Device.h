@@ -56,6 +56,11 @@ public:
   virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
   virtual void fill(void *dst, int64_t bytes, int value) = 0;
 
+  /// The runtime's own kernels on f32 buffers of `count` elements:
+  /// acc[i] += x[i] (gradient accumulation) and x[i] *= factor (averaging).
+  virtual void accumulate(void *acc, const void *x, int64_t count) = 0;
+  virtual void scale(void *x, int64_t count, float factor) = 0;
+
   /// Enqueues the kernel of `node`: operands[i] / results[i] point to device
   /// buffers of the node's operand / result types.
   virtual void launch(const Graph &g, const Node &node,

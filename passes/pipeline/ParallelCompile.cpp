@@ -5,6 +5,7 @@
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
+#include "passes/pipeline/Bindings.h"
 #include "passes/pipeline/ModelUnits.h"
 #include "passes/spmd/Spmd.h"
 
@@ -63,6 +64,8 @@ llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
     for (Graph &opt : a.pipeline.optimizers)
       fuseGraph(opt);
   }
+  if (auto e = bindPipeline(a.pipeline))
+    return e;
   a.memory = planMemory(a.pipeline, model);
   return a;
 }

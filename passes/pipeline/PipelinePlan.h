@@ -48,6 +48,7 @@
 #pragma once
 
 #include "ir/Graph.h"
+#include "passes/pipeline/Bindings.h"
 #include "passes/pipeline/Schedule.h"
 
 #include "llvm/Support/Error.h"
@@ -71,6 +72,8 @@ struct PipelineStage {
   Graph backward;
   /// F's outputs after the loss, which B takes as inputs by these names.
   std::vector<std::string> stash;
+  /// What each input and output of F and B is (Bindings.h).
+  ProgramBindings forwardBindings, backwardBindings;
   /// FLOPs of one microbatch (CostModel.h).
   double forwardFlops = 0, backwardFlops = 0;
 };
@@ -85,6 +88,7 @@ struct PipelinePlan {
   int64_t pp = 1;
   std::vector<PipelineStage> stages; // P * V, in model order
   std::vector<Graph> optimizers;     // one per pipeline rank
+  std::vector<ProgramBindings> optimizerBindings; // one per pipeline rank
   std::vector<TiedParam> tied;
   Schedule schedule;
   /// How the layers were balanced over the stages (PipelineCut.h), one line

@@ -55,6 +55,25 @@ void CpuDevice::copy(void *dst, const void *src, int64_t bytes) {
   copyFromHost(dst, src, bytes);
 }
 
+void CpuDevice::accumulate(void *acc, const void *x, int64_t count) {
+  enqueue([=] {
+    float *a = static_cast<float *>(acc);
+    const float *b = static_cast<const float *>(x);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] += b[i];
+    return llvm::Error::success();
+  });
+}
+
+void CpuDevice::scale(void *x, int64_t count, float factor) {
+  enqueue([=] {
+    float *a = static_cast<float *>(x);
+    for (int64_t i = 0; i < count; ++i)
+      a[i] *= factor;
+    return llvm::Error::success();
+  });
+}
+
 void CpuDevice::fill(void *dst, int64_t bytes, int value) {
   enqueue([=] {
     std::memset(dst, value, bytes);

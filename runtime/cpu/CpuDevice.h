@@ -35,6 +35,8 @@ public:
   void copyToHost(void *dst, const void *src, int64_t bytes) override;
   void copy(void *dst, const void *src, int64_t bytes) override;
   void fill(void *dst, int64_t bytes, int value) override;
+  void accumulate(void *acc, const void *x, int64_t count) override;
+  void scale(void *x, int64_t count, float factor) override;
   void launch(const Graph &g, const Node &node,
               llvm::ArrayRef<const void *> operands,
               llvm::ArrayRef<void *> results,

@@ -123,32 +123,35 @@ llvm::Error Trainer::bind() {
     if (a.name != "pp")
       stageMesh_.axes.push_back(a);
   int64_t perStage = stageMesh_.numDevices();
+  int64_t M = pp.schedule.microbatches;
   for (ValueId v : forward_.params())
     names_.push_back(forward_.value(v).name);
-  // Who holds and who updates each parameter, from the whole plan (ranks
-  // of other processes included).
+  if (pp.optimizerBindings.size() != pp.optimizers.size())
+    return err("the plan has no binding table for every optimizer program");
+  // Who holds and who updates each parameter, from the whole plan's
+  // binding tables (ranks of other processes included).
   for (const TiedParam &t : pp.tied)
     owner_[t.name] = t.ranks[0];
   for (const PipelineStage &st : pp.stages)
-    for (const Graph *g : {&st.forward, &st.backward})
-      for (ValueId in : g->inputs()) {
-        const Value &val = g->value(in);
-        if (!val.isParam())
+    for (auto [g, b] : {std::pair{&st.forward, &st.forwardBindings},
+                        std::pair{&st.backward, &st.backwardBindings}})
+      for (size_t i = 0; i < b->inputs.size(); ++i) {
+        const Binding &x = b->inputs[i];
+        if (x.role != Role::Parameter)
           continue;
-        paramSharding_[val.name] = shardingOf(*g, in);
-        auto &h = holders_[val.name];
+        paramSharding_[x.name] = shardingOf(*g, g->inputs()[i]);
+        auto &h = holders_[x.name];
         if (!llvm::is_contained(h, st.rank)) {
           h.push_back(st.rank);
           llvm::sort(h);
         }
-        owner_.try_emplace(val.name, st.rank);
+        owner_.try_emplace(x.name, st.rank);
       }
-  for (const Graph &opt : pp.optimizers)
-    for (ValueId in : opt.inputs()) {
-      llvm::StringRef name = opt.value(in).name;
-      if (name.consume_front("adam_m."))
-        momentSharding_[name] = shardingOf(opt, in);
-    }
+  for (size_t r = 0; r < pp.optimizers.size(); ++r)
+    for (size_t i = 0; i < pp.optimizerBindings[r].inputs.size(); ++i)
+      if (pp.optimizerBindings[r].inputs[i].role == Role::AdamM)
+        momentSharding_[pp.optimizerBindings[r].inputs[i].name] =
+            shardingOf(pp.optimizers[r], pp.optimizers[r].inputs()[i]);
   for (const std::string &n : names_)
     if (!paramSharding_.count(n) || !momentSharding_.count(n))
       return err("parameter %" + n +
@@ -163,28 +166,41 @@ llvm::Error Trainer::bind() {
     r->stageRank = rank % perStage;
     for (int64_t c = 0; c < pp.schedule.spec.virtualStages; ++c)
       r->stages.push_back(pp.schedule.stageOf(r->pipeRank, c));
-    r->device = &group_.device(l);
+    Device &dev = group_.device(l);
+    r->device = &dev;
     if (auto e = createExecutables(*r))
       return e;
     for (int64_t s : r->stages) {
-      for (const Graph *g : {&pp.stages[s].forward, &pp.stages[s].backward})
-        for (ValueId in : g->inputs()) {
-          const Value &val = g->value(in);
-          if (val.isParam() && !r->p.count(val.name)) {
-            r->p[val.name] = HostTensor(val.type);
-            r->grads[val.name] = HostTensor(val.type);
+      const PipelineStage &st = pp.stages[s];
+      for (auto [g, b] : {std::pair{&st.forward, &st.forwardBindings},
+                          std::pair{&st.backward, &st.backwardBindings}})
+        for (size_t i = 0; i < b->inputs.size(); ++i)
+          if (b->inputs[i].role == Role::Parameter &&
+              !r->p.count(b->inputs[i].name)) {
+            const TensorType &t = g->type(g->inputs()[i]);
+            r->p[b->inputs[i].name] = DeviceBuffer(dev, t);
+            r->grads[b->inputs[i].name] = DeviceBuffer(dev, t);
           }
-        }
       r->stash.emplace_back();
       r->stashPool.emplace_back();
     }
     const Graph &opt = pp.optimizers[r->pipeRank];
-    for (ValueId in : opt.inputs()) {
-      llvm::StringRef name = opt.value(in).name;
-      bool isM = name.consume_front("adam_m.");
-      if (isM || name.consume_front("adam_v."))
-        (isM ? r->m : r->v)[name] = HostTensor(opt.type(in));
+    const ProgramBindings &ob = pp.optimizerBindings[r->pipeRank];
+    for (size_t i = 0; i < ob.inputs.size(); ++i) {
+      const Binding &x = ob.inputs[i];
+      const TensorType &t = opt.type(opt.inputs()[i]);
+      if (x.role == Role::AdamM || x.role == Role::AdamV)
+        (*r->state(x.role))[x.name] = DeviceBuffer(dev, t);
+      else if (x.role == Role::LearningRate)
+        r->lr = DeviceBuffer(dev, t);
+      else if (x.role == Role::Step)
+        r->stepCount = DeviceBuffer(dev, t);
     }
+    for (size_t o = 0; o < ob.outputs.size(); ++o)
+      if (ob.outputs[o].role == Role::GradNorm)
+        r->norm = DeviceBuffer(dev, opt.type(opt.outputs()[o]));
+    r->staging.resize(ob.outputs.size());
+    r->losses = DeviceBuffer(dev, TensorType{DType::F32, {M}});
     ranks_.push_back(std::move(r));
   }
   std::vector<std::vector<Instr>> streams = pp.schedule.ranks;
@@ -265,18 +281,23 @@ llvm::Error Trainer::initParams() {
     if (!element)
       return element.takeError();
     for (auto &r : ranks_) {
-      if (r->p.count(name)) {
+      if (auto it = r->p.find(name); it != r->p.end()) {
         auto block = blockOf(param.type, paramSharding_[name], stageMesh_,
                              r->stageRank, *element);
         if (!block)
           return block.takeError();
-        r->p[name] = std::move(*block);
+        it->second.fromHost(*block);
+        if (auto e = r->device->synchronize())
+          return e;
       }
       for (auto *state : {&r->m, &r->v})
         if (auto it = state->find(name); it != state->end())
-          std::memset(it->second.raw(), 0, it->second.bytes());
+          r->device->fill(it->second.data(), it->second.bytes(), 0);
     }
   }
+  for (auto &r : ranks_)
+    if (auto e = r->device->synchronize())
+      return e;
   step_ = 0;
   return llvm::Error::success();
 }
@@ -287,75 +308,84 @@ llvm::Error Trainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
   Sharding ts = shardingOf(micro, micro.lookup("tokens")),
            ls = shardingOf(micro, micro.lookup("labels"));
   for (auto &r : ranks_) {
-    r->tokens.clear();
-    r->labels.clear();
-    for (size_t k = 0; k < tokens.size(); ++k) {
-      auto a = shardOf(tokens[k], ts, stageMesh_, r->stageRank);
-      if (!a)
-        return a.takeError();
-      auto b = shardOf(labels[k], ls, stageMesh_, r->stageRank);
-      if (!b)
-        return b.takeError();
-      r->tokens.push_back(std::move(*a));
-      r->labels.push_back(std::move(*b));
+    std::vector<HostTensor> blocks;
+    for (auto [all, sharding, bufs] :
+         {std::tuple{tokens, &ts, &r->tokens},
+          std::tuple{labels, &ls, &r->labels}}) {
+      bufs->resize(all.size());
+      for (size_t k = 0; k < all.size(); ++k) {
+        auto b = shardOf(all[k], *sharding, stageMesh_, r->stageRank);
+        if (!b)
+          return b.takeError();
+        DeviceBuffer &buf = (*bufs)[k];
+        if (!buf.data() || buf.type() != b->type())
+          buf = DeviceBuffer(*r->device, b->type());
+        buf.fromHost(*b);
+        blocks.push_back(std::move(*b));
+      }
     }
+    // The copies read `blocks`.
+    if (auto e = r->device->synchronize())
+      return e;
   }
   return llvm::Error::success();
 }
 
 llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
-  HostTensor lrIn = HostTensor::scalar(lr),
-             t = HostTensor::scalar(double(step_ + 1));
+  const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
+  HostTensor lrIn(r.lr.type()), stepIn(r.stepCount.type());
+  lrIn.set(0, lr);
+  stepIn.set(0, double(step_ + 1));
+  r.lr.fromHost(lrIn);
+  r.stepCount.fromHost(stepIn);
   std::vector<const void *> ins;
-  for (ValueId v : g.inputs()) {
-    llvm::StringRef name = g.value(v).name;
-    llvm::StringMap<HostTensor> *state = &r.p;
-    if (name == "lr" || name == "step") {
-      ins.push_back(name == "lr" ? lrIn.raw() : t.raw());
+  for (size_t i = 0; i < b.inputs.size(); ++i) {
+    const Binding &x = b.inputs[i];
+    if (x.role == Role::LearningRate || x.role == Role::Step) {
+      ins.push_back((x.role == Role::LearningRate ? r.lr : r.stepCount).data());
       continue;
     }
-    if (name.consume_front("grad."))
-      state = &r.grads;
-    else if (name.consume_front("adam_m."))
-      state = &r.m;
-    else if (name.consume_front("adam_v."))
-      state = &r.v;
-    auto it = state->find(name);
-    if (it == state->end())
-      return err("@" + g.name + ": no state for input %" + g.value(v).name);
-    ins.push_back(it->second.raw());
+    auto *state = r.state(x.role);
+    auto it = state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
+    if (!state || it == state->end())
+      return err("@" + g.name + ": no " + roleName(x.role) + " of %" + x.name +
+                 " on this rank");
+    ins.push_back(it->second.data());
   }
   // New parameters and moments are written over the old ones where that
   // is safe, else into a staging buffer (kept across steps) and copied.
   std::vector<void *> bound;
-  std::vector<std::pair<HostTensor *, HostTensor *>> staged;
-  for (ValueId out : g.outputs()) {
-    llvm::StringRef name = g.value(out).name;
-    if (name == "grad_norm") {
-      bound.push_back(r.normOut.raw());
+  std::vector<std::pair<DeviceBuffer *, DeviceBuffer *>> staged;
+  for (size_t o = 0; o < b.outputs.size(); ++o) {
+    const Binding &x = b.outputs[o];
+    ValueId out = g.outputs()[o];
+    if (x.role == Role::GradNorm) {
+      bound.push_back(r.norm.data());
       continue;
     }
-    std::string oldName = name.drop_front(4).str(); // past "new."
-    llvm::StringRef key = oldName;
-    llvm::StringMap<HostTensor> *state = &r.p;
-    if (key.consume_front("adam_m."))
-      state = &r.m;
-    else if (key.consume_front("adam_v."))
-      state = &r.v;
-    auto it = state->find(key);
-    if (!name.startswith("new.") || it == state->end())
-      return err("@" + g.name + " has an output %" + name +
-                 " that updates no state of this rank");
-    if (writesInPlace(g, out, g.lookup(oldName))) {
-      bound.push_back(it->second.raw());
+    auto *state = r.state(x.role);
+    auto it = state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
+    if (!state || it == state->end())
+      return err("@" + g.name + " output %" + g.value(out).name +
+                 " updates no state of this rank");
+    // The input holding the state it replaces, if any.
+    Role old = x.role == Role::NewParameter ? Role::Parameter
+               : x.role == Role::NewAdamM   ? Role::AdamM
+                                            : Role::AdamV;
+    ValueId in = kNoValue;
+    for (size_t i = 0; i < b.inputs.size(); ++i)
+      if (b.inputs[i] == Binding{old, x.name})
+        in = g.inputs()[i];
+    if (writesInPlace(g, out, in)) {
+      bound.push_back(it->second.data());
       continue;
     }
-    HostTensor &stage = r.staging[name];
-    if (stage.type() != g.type(out))
-      stage = HostTensor(g.type(out));
+    DeviceBuffer &stage = r.staging[o];
+    if (!stage.data())
+      stage = DeviceBuffer(*r.device, g.type(out));
     staged.emplace_back(&stage, &it->second);
-    bound.push_back(stage.raw());
+    bound.push_back(stage.data());
   }
   std::vector<void *> outs;
   if (auto e = r.opt->run(ins, bound, r.workspace, outs,
@@ -364,10 +394,9 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
       r.messagesHeld += g.type(n.operands[0]).bytes();
-  r.gradNorm = *r.normOut.data<float>();
   for (auto &[from, to] : staged)
-    std::memcpy(to->raw(), from->raw(), to->bytes());
-  return llvm::Error::success();
+    r.device->copy(to->data(), from->data(), to->bytes());
+  return r.device->synchronize();
 }
 
 llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
@@ -377,65 +406,73 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
     return runOptimizer(r, local, stats->lr);
   const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
   bool forward = in.kind == Instr::Forward;
-  const Graph &g = eval ? eval_->pipeline.stages[st.index].forward
-                        : (forward ? st.forward : st.backward);
+  const PipelineStage &est = eval ? eval_->pipeline.stages[st.index] : st;
+  const Graph &g = forward ? est.forward : st.backward;
+  const ProgramBindings &b =
+      forward ? est.forwardBindings : st.backwardBindings;
   Executable &prog =
       eval ? *r.evalFwd[in.chunk] : *(forward ? r.fwd : r.bwd)[in.chunk];
-  std::vector<HostTensor> &stash = r.stash[in.chunk][in.microbatch];
+  StashSlots &stash = r.stash[in.chunk][in.microbatch];
   std::vector<const void *> ins;
-  for (ValueId v : g.inputs()) {
-    const Value &val = g.value(v);
-    if (val.name == "tokens" || val.name == "labels") {
-      ins.push_back(
-          (val.name == "tokens" ? r.tokens : r.labels)[in.microbatch].raw());
+  for (const Binding &x : b.inputs) {
+    switch (x.role) {
+    case Role::Tokens:
+    case Role::Labels:
+      ins.push_back((x.role == Role::Tokens ? r.tokens : r.labels)
+                        [in.microbatch].data());
       continue;
-    }
-    if (auto it = r.p.find(val.name); it != r.p.end()) {
-      ins.push_back(it->second.raw());
+    case Role::Parameter:
+      ins.push_back(r.p[x.name].data());
       continue;
+    case Role::Stash:
+      ins.push_back(stash[llvm::find(st.stash, x.name) - st.stash.begin()].data());
+      continue;
+    default:
+      return err("@" + g.name + ": no " + roleName(x.role) + " input here");
     }
-    auto s = llvm::find(st.stash, val.name);
-    if (forward || s == st.stash.end())
-      return err("@" + g.name + ": no data for input %" + val.name);
-    ins.push_back(stash[s - st.stash.begin()].raw());
   }
   LaunchContext base;
   base.seed = opts_.seed;
   base.step = counterBase + uint64_t(in.microbatch);
   base.microbatch = uint64_t(in.microbatch);
-  std::vector<void *> bound(g.outputs().size(), nullptr), outs;
-  if (forward) {
-    // F writes the loss and its stash slots (from the chunk's pool; back
-    // to it after B).
-    size_t first = st.head ? 1 : 0;
-    if (first)
-      bound[0] = r.lossOut.raw();
-    if (!eval) {
-      auto &pool = r.stashPool[in.chunk];
-      if (!pool.empty()) {
-        stash = std::move(pool.back());
-        pool.pop_back();
-      } else {
-        for (size_t o = first; o < bound.size(); ++o)
-          stash.emplace_back(g.type(g.outputs()[o]));
-      }
-      for (size_t o = first; o < bound.size(); ++o) {
-        bound[o] = stash[o - first].raw();
-        r.stashHeld += stash[o - first].bytes();
-      }
+  std::vector<void *> bound(b.outputs.size(), nullptr), outs;
+  if (forward && !eval) {
+    // F writes its stash slots (from the chunk's pool; back to it after B).
+    auto &pool = r.stashPool[in.chunk];
+    if (!pool.empty()) {
+      stash = std::move(pool.back());
+      pool.pop_back();
+    } else {
+      for (size_t o = 0; o < b.outputs.size(); ++o)
+        if (b.outputs[o].role == Role::Stash)
+          stash.emplace_back(*r.device, g.type(g.outputs()[o]));
     }
-  } else {
+    for (size_t o = 0, k = 0; o < b.outputs.size(); ++o)
+      if (b.outputs[o].role == Role::Stash) {
+        bound[o] = stash[k].data();
+        r.stashHeld += stash[k++].bytes();
+      }
+  }
+  if (forward)
+    for (size_t o = 0; o < b.outputs.size(); ++o)
+      if (b.outputs[o].role == Role::Loss) {
+        // The microbatch's slot of the step's losses.
+        if (g.type(g.outputs()[o]) != TensorType{DType::F32, {}})
+          return err("@" + g.name + ": the loss is not an f32 scalar");
+        bound[o] = static_cast<float *>(r.losses.data()) + in.microbatch;
+        r.headLosses = true;
+      }
+  if (!forward) {
     // B's first gradient of a parameter this step lands in its buffer;
     // later ones (microbatches, tied copies in other chunks) are added.
-    for (size_t o = 0; o < bound.size(); ++o) {
-      llvm::StringRef name = g.value(g.outputs()[o]).name;
-      auto it =
-          name.consume_front("grad.") ? r.grads.find(name) : r.grads.end();
-      if (it == r.grads.end())
+    for (size_t o = 0; o < b.outputs.size(); ++o) {
+      const Binding &x = b.outputs[o];
+      auto it = r.grads.find(x.name);
+      if (x.role != Role::Gradient || it == r.grads.end())
         return err("@" + g.name + " output %" + g.value(g.outputs()[o]).name +
                    " is not the gradient of a held parameter");
-      if (r.gradsWritten.insert(it->first()).second)
-        bound[o] = it->second.raw();
+      if (r.gradsWritten.insert(x.name).second)
+        bound[o] = it->second.data();
     }
   }
   if (auto e =
@@ -444,19 +481,17 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
       r.messagesHeld += g.type(n.operands[0]).bytes();
-  if (forward) {
-    if (st.head)
-      r.loss += double(*static_cast<const float *>(outs[0]));
+  if (forward)
     return llvm::Error::success();
-  }
   for (size_t o = 0; o < outs.size(); ++o)
     if (!bound[o])
-      addInto(r.grads[g.value(g.outputs()[o]).name.substr(5)], outs[o]);
-  for (const HostTensor &t : stash)
+      r.device->accumulate(r.grads[b.outputs[o].name].data(), outs[o],
+                           g.type(g.outputs()[o]).numElements());
+  for (const DeviceBuffer &t : stash)
     r.stashHeld -= t.bytes();
   r.stashPool[in.chunk].push_back(std::move(stash));
   stash.clear();
-  return llvm::Error::success();
+  return r.device->synchronize();
 }
 
 llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
@@ -464,7 +499,7 @@ llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
                                 bool eval, const CompletedSends *completed) {
   int64_t M = plan_->pipeline.schedule.microbatches;
   for (auto &r : ranks_) {
-    r->loss = 0;
+    r->headLosses = false;
     for (auto &s : r->stash)
       s.resize(M);
     r->stashHeld = 0;
@@ -528,12 +563,23 @@ Trainer::singleMicrobatch(bool forwardOnly) const {
   return streams;
 }
 
-llvm::Expected<double> Trainer::headLoss(double divisor) {
+llvm::Expected<double> Trainer::headLoss(int64_t microbatches) {
   const PipelineStage &head = plan_->pipeline.stages.back();
   Sharding s = shardingOf(head.forward, head.forward.outputs()[0]);
+  // The head ranks' losses of the step, read back once, summed in
+  // microbatch order.
   std::vector<HostTensor> mine;
-  for (auto &r : ranks_)
-    mine.push_back(HostTensor::scalar(r->loss / divisor, DType::F64));
+  for (auto &r : ranks_) {
+    double sum = 0;
+    if (r->headLosses) {
+      auto losses = readBack(r->losses);
+      if (!losses)
+        return losses.takeError();
+      for (int64_t k = 0; k < microbatches; ++k)
+        sum += losses->get(k);
+    }
+    mine.push_back(HostTensor::scalar(sum / double(microbatches), DType::F64));
+  }
   auto all = group_.allGather(mine);
   if (!all)
     return all.takeError();
@@ -590,20 +636,20 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false,
                             &completed_))
       return e;
-    for (auto &r : ranks_)
-      for (auto &g : r->grads)
-        if (!r->gradsWritten.count(g.first()))
-          std::memset(g.second.raw(), 0, g.second.bytes());
-    auto loss = headLoss(double(M));
+    auto loss = headLoss(M);
     if (!loss)
       return loss.takeError();
     stats.loss = *loss;
-    if (M > 1) {
-      float scale = 1.0f / float(M);
-      for (auto &r : ranks_)
-        for (auto &g : r->grads)
-          for (int64_t j = 0, n = g.second.numElements(); j < n; ++j)
-            g.second.data<float>()[j] *= scale;
+    for (auto &r : ranks_) {
+      for (auto &g : r->grads) {
+        if (!r->gradsWritten.count(g.first()))
+          r->device->fill(g.second.data(), g.second.bytes(), 0);
+        else if (M > 1)
+          r->device->scale(g.second.data(), g.second.type().numElements(),
+                           1.0f / float(M));
+      }
+      if (auto e = r->device->synchronize())
+        return e;
     }
     return runStreams(opt, 0, &stats, false);
   };
@@ -612,7 +658,10 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     r->measuring = false;
   if (ran)
     return ran;
-  stats.gradNorm = ranks_.front()->gradNorm;
+  auto norm = readBack(ranks_.front()->norm);
+  if (!norm)
+    return norm.takeError();
+  stats.gradNorm = norm->get(0);
   ++step_;
   return stats;
 }
@@ -623,6 +672,14 @@ std::vector<MeasuredMemory> Trainer::measuredMemory() const {
     if (r->stageRank == 0)
       out[r->pipeRank] = r->memory;
   return out;
+}
+
+llvm::Expected<HostTensor> readBack(const DeviceBuffer &b) {
+  HostTensor t(b.type());
+  b.toHost(t);
+  if (auto e = b.device().synchronize())
+    return e;
+  return t;
 }
 
 llvm::Expected<double> Trainer::evalLoss(const int32_t *tokens,
@@ -637,7 +694,7 @@ llvm::Expected<double> Trainer::evalLoss(const int32_t *tokens,
     return e;
   if (auto e = runStreams(singleMicrobatch(true), 0, nullptr, true))
     return e;
-  return headLoss(1.0);
+  return headLoss(1);
 }
 
 } // namespace strata

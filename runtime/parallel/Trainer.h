@@ -43,6 +43,7 @@
 #pragma once
 
 #include "passes/pipeline/ParallelCompile.h"
+#include "runtime/DeviceBuffer.h"
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/ParallelConfig.h"
 #include "runtime/train/TrainOptions.h"
@@ -172,13 +173,14 @@ private:
   /// One microbatch's F of every chunk, then (unless `forwardOnly`) B in
   /// reverse: a deadlock-free order for a single microbatch.
   std::vector<std::vector<Instr>> singleMicrobatch(bool forwardOnly) const;
-  /// The logical value of the head's summed loss over the microbatches.
-  llvm::Expected<double> headLoss(double divisor);
+  /// The logical value of the head's loss, the mean over the first
+  /// `microbatches` of the step.
+  llvm::Expected<double> headLoss(int64_t microbatches);
   /// The logical tensor of type `type` from the blocks of pipeline rank
   /// `pipeRank` (`block` is called on the local ranks there).
   llvm::Expected<HostTensor>
   gatherFromRank(int64_t pipeRank, const TensorType &type, const Sharding &s,
-                 llvm::function_ref<const HostTensor &(RankState &)> block);
+                 llvm::function_ref<const DeviceBuffer &(RankState &)> block);
 
   DeviceGroup &group_;
   TrainOptions opts_;

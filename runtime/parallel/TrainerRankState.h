@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/DeviceBuffer.h"
 #include "runtime/Executable.h"
 #include "runtime/parallel/Trainer.h"
 
@@ -14,7 +15,10 @@
 
 namespace strata {
 
-/// One local rank: its programs, state, stash and batch blocks.
+using StashSlots = std::vector<DeviceBuffer>; // one F's stash outputs
+
+/// One local rank: its programs, state, stash and batch blocks, all in its
+/// device's memory.
 struct Trainer::RankState {
   int64_t pipeRank = 0, stageRank = 0; // pp coordinate; rank in stageMesh_
   std::vector<int64_t> stages;         // virtual stage of each chunk
@@ -24,18 +28,19 @@ struct Trainer::RankState {
   /// The arena every program of the rank runs in, one at a time.
   void *workspace = nullptr;
   int64_t workspaceBytes = 0;
-  HostTensor lossOut = HostTensor::scalar(0), normOut = HostTensor::scalar(0);
-  llvm::StringMap<HostTensor> p, m, v, grads; // held parameters, local types
+  /// The head's loss of each microbatch, and the optimizer's scalars: read
+  /// back (losses, norm) or written (lr, step) once per step.
+  DeviceBuffer losses, lr, stepCount, norm;
+  llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
   /// Parameters whose gradient buffer a B program wrote this step.
   llvm::StringSet<> gradsWritten;
-  /// Optimizer outputs that cannot be written in place, by output name.
-  llvm::StringMap<HostTensor> staging;
-  std::vector<std::vector<std::vector<HostTensor>>> stash; // [chunk][micro]
+  /// Optimizer outputs that cannot be written in place, by output index.
+  std::vector<DeviceBuffer> staging;
+  std::vector<std::vector<StashSlots>> stash; // [chunk][micro]
   /// Per chunk: stash slot sets free for the next F.
-  std::vector<std::vector<std::vector<HostTensor>>> stashPool;
-  std::vector<HostTensor> tokens, labels;                  // per microbatch
-  double loss = 0; // the head's loss summed over microbatches
-  double gradNorm = 0;
+  std::vector<std::vector<StashSlots>> stashPool;
+  std::vector<DeviceBuffer> tokens, labels; // per microbatch
+  bool headLosses = false; // whether `losses` holds this step's
   int64_t stashHeld = 0;    // bytes of `stash`
   int64_t messagesHeld = 0; // bytes of eager sends not yet waited for
   MeasuredMemory memory;    // of the last step
@@ -62,14 +67,27 @@ struct Trainer::RankState {
     workspace = device->allocate(bytes);
     workspaceBytes = bytes;
   }
+  /// The state buffer a role binds to (parameter, gradient, moments).
+  llvm::StringMap<DeviceBuffer> *state(Role role) {
+    switch (role) {
+    case Role::Parameter:
+    case Role::NewParameter:
+      return &p;
+    case Role::Gradient:
+      return &grads;
+    case Role::AdamM:
+    case Role::NewAdamM:
+      return &m;
+    case Role::AdamV:
+    case Role::NewAdamV:
+      return &v;
+    default:
+      return nullptr;
+    }
+  }
 };
 
-/// acc += g, elementwise in f32 (gradient sums).
-inline void addInto(HostTensor &acc, const void *g) {
-  float *a = acc.data<float>();
-  const float *x = static_cast<const float *>(g);
-  for (int64_t j = 0, n = acc.numElements(); j < n; ++j)
-    a[j] += x[j];
-}
+/// The contents of `b` on the host (synchronizes its device).
+llvm::Expected<HostTensor> readBack(const DeviceBuffer &b);
 
 } // namespace strata

@@ -21,13 +21,17 @@ llvm::Error err(const llvm::Twine &msg) {
 
 llvm::Expected<HostTensor> Trainer::gatherFromRank(
     int64_t pipeRank, const TensorType &type, const Sharding &s,
-    llvm::function_ref<const HostTensor &(RankState &)> block) {
+    llvm::function_ref<const DeviceBuffer &(RankState &)> block) {
   int64_t perStage = stageMesh_.numDevices();
   std::vector<HostTensor> blocks(perStage);
   if (group_.allLocal()) {
     for (auto &r : ranks_)
-      if (r->pipeRank == pipeRank)
-        blocks[r->stageRank] = block(*r);
+      if (r->pipeRank == pipeRank) {
+        auto b = readBack(block(*r));
+        if (!b)
+          return b.takeError();
+        blocks[r->stageRank] = std::move(*b);
+      }
     return gatherFull(blocks, s, stageMesh_);
   }
   // Every rank sends a block of one type: its own, or zeros.
@@ -35,8 +39,16 @@ llvm::Expected<HostTensor> Trainer::gatherFromRank(
   if (!local)
     return local.takeError();
   std::vector<HostTensor> mine;
-  for (auto &r : ranks_)
-    mine.push_back(r->pipeRank == pipeRank ? block(*r) : HostTensor(*local));
+  for (auto &r : ranks_) {
+    if (r->pipeRank != pipeRank) {
+      mine.emplace_back(*local);
+      continue;
+    }
+    auto b = readBack(block(*r));
+    if (!b)
+      return b.takeError();
+    mine.push_back(std::move(*b));
+  }
   auto all = group_.allGather(mine);
   if (!all)
     return all.takeError();
@@ -59,7 +71,7 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
                           false))
     return e;
   std::vector<std::pair<std::string, HostTensor>> result;
-  auto loss = headLoss(1.0);
+  auto loss = headLoss(1);
   if (!loss)
     return loss.takeError();
   result.emplace_back("loss", HostTensor::scalar(*loss));
@@ -73,13 +85,14 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
     bool have = false;
     for (int64_t pr : holders_[name]) {
       auto g = gatherFromRank(pr, forward_.type(forward_.lookup(name)), s,
-                              [&](RankState &r) -> const HostTensor & {
+                              [&](RankState &r) -> const DeviceBuffer & {
                                 return r.grads[name];
                               });
       if (!g)
         return g.takeError();
       if (have)
-        addInto(sum, g->raw());
+        for (int64_t i = 0, n = sum.numElements(); i < n; ++i)
+          sum.data<float>()[i] += g->data<float>()[i];
       else
         sum = std::move(*g);
       have = true;
@@ -94,11 +107,11 @@ Trainer::gatherState() {
   std::vector<std::pair<std::string, HostTensor>> state;
   auto gather = [&](const std::string &key, llvm::StringRef name,
                     const Sharding &s,
-                    llvm::StringMap<HostTensor> RankState::*field)
+                    llvm::StringMap<DeviceBuffer> RankState::*field)
       -> llvm::Error {
     auto full = gatherFromRank(owner_[name],
                                forward_.type(forward_.lookup(name)), s,
-                               [&](RankState &r) -> const HostTensor & {
+                               [&](RankState &r) -> const DeviceBuffer & {
                                  return (r.*field)[name];
                                });
     if (!full)
@@ -123,7 +136,7 @@ llvm::Error Trainer::scatter(
     bool moments) {
   auto scatter = [&](const std::string &key, llvm::StringRef name,
                      const Sharding &s,
-                     llvm::StringMap<HostTensor> RankState::*field)
+                     llvm::StringMap<DeviceBuffer> RankState::*field)
       -> llvm::Error {
     const HostTensor *full = lookup(key);
     TensorType want = forward_.type(forward_.lookup(name));
@@ -136,7 +149,9 @@ llvm::Error Trainer::scatter(
       auto block = shardOf(*full, s, stageMesh_, r->stageRank);
       if (!block)
         return block.takeError();
-      it->second = std::move(*block);
+      it->second.fromHost(*block);
+      if (auto e = r->device->synchronize())
+        return e;
     }
     return llvm::Error::success();
   };
@@ -154,7 +169,10 @@ llvm::Error Trainer::scatter(
     for (auto &r : ranks_)
       for (auto *state : {&r->m, &r->v})
         for (auto &t : *state)
-          std::memset(t.second.raw(), 0, t.second.bytes());
+          r->device->fill(t.second.data(), t.second.bytes(), 0);
+  for (auto &r : ranks_)
+    if (auto e = r->device->synchronize())
+      return e;
   return llvm::Error::success();
 }
 

@@ -17,6 +17,37 @@ void storeBuffers(pb::BufferPlan *out, const BufferPlan &b) {
     out->add_roots(r);
 }
 
+void storeBindings(pb::ProgramBindings *out, const ProgramBindings &b) {
+  for (auto [from, to] : {std::pair{&b.inputs, out->mutable_inputs()},
+                          std::pair{&b.outputs, out->mutable_outputs()}})
+    for (const Binding &x : *from) {
+      pb::Binding *y = to->Add();
+      y->set_role(pb::Binding::Role(int(x.role)));
+      y->set_name(x.name);
+    }
+}
+
+/// Stored bindings, checked against what the compiler gives `g` today.
+llvm::Expected<ProgramBindings> loadBindings(const pb::ProgramBindings &in,
+                                             const Graph &g, ProgramKind kind,
+                                             const PipelineStage *stage,
+                                             const llvm::Twine &what) {
+  ProgramBindings b;
+  for (auto [from, to] : {std::pair{&in.inputs(), &b.inputs},
+                          std::pair{&in.outputs(), &b.outputs}})
+    for (const pb::Binding &x : *from)
+      to->push_back({Role(x.role()), x.name()});
+  auto want = bindProgram(g, kind, stage);
+  if (!want)
+    return want.takeError();
+  if (!(b == *want))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        what + ": the stored binding table does not match the program "
+               "(recompile the plan with `strata compile`)");
+  return b;
+}
+
 /// A stored buffer plan of `g`, checked against it: used as stored.
 llvm::Expected<BufferPlan> loadBuffers(const pb::BufferPlan &in, const Graph &g,
                                        const llvm::Twine &what) {
@@ -71,9 +102,13 @@ void storePipeline(pb::Plan &plan, const CompiledPipeline &c,
       ps->add_stash(name);
     ps->set_forward_flops(s.forwardFlops);
     ps->set_backward_flops(s.backwardFlops);
+    storeBindings(ps->mutable_forward_bindings(), s.forwardBindings);
+    storeBindings(ps->mutable_backward_bindings(), s.backwardBindings);
   }
   for (const Graph &g : p.optimizers)
     *pipe->add_optimizers() = graphToProto(g);
+  for (const ProgramBindings &b : p.optimizerBindings)
+    storeBindings(pipe->add_optimizer_bindings(), b);
   for (const TiedParam &t : p.tied) {
     pb::TiedParameter *tp = pipe->add_tied();
     tp->set_name(t.name);
@@ -172,13 +207,36 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
     s.stash.assign(ps.stash().begin(), ps.stash().end());
     s.forwardFlops = ps.forward_flops();
     s.backwardFlops = ps.backward_flops();
+    auto fb = loadBindings(ps.forward_bindings(), s.forward,
+                           ProgramKind::Forward, &s,
+                           "stage " + llvm::Twine(s.index) + " F");
+    if (!fb)
+      return fb.takeError();
+    auto bb = loadBindings(ps.backward_bindings(), s.backward,
+                           ProgramKind::Backward, &s,
+                           "stage " + llvm::Twine(s.index) + " B");
+    if (!bb)
+      return bb.takeError();
+    s.forwardBindings = std::move(*fb);
+    s.backwardBindings = std::move(*bb);
     p.stages.push_back(std::move(s));
   }
   for (int r = 0; r < pipe.optimizers_size(); ++r) {
     auto g = graph(pipe.optimizers(r), "rank " + llvm::Twine(r) + " optimizer");
     if (!g)
       return g.takeError();
+    if (r >= pipe.optimizer_bindings_size())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "rank " + llvm::Twine(r) + " optimizer has no binding table "
+          "(recompile the plan with `strata compile`)");
+    auto b = loadBindings(pipe.optimizer_bindings(r), *g,
+                          ProgramKind::Optimizer, nullptr,
+                          "rank " + llvm::Twine(r) + " optimizer");
+    if (!b)
+      return b.takeError();
     p.optimizers.push_back(std::move(*g));
+    p.optimizerBindings.push_back(std::move(*b));
   }
   for (const pb::TiedParameter &t : pipe.tied())
     p.tied.push_back({t.name(), {t.ranks().begin(), t.ranks().end()}});

@@ -3,6 +3,7 @@
 #include "ir/IRText.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/pipeline/CostModel.h"
+#include "passes/pipeline/Bindings.h"
 #include "passes/pipeline/ParallelCompile.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -207,3 +208,59 @@ TEST(ParallelCompile, AutoRecomputesUntilEveryRankFits) {
 }
 
 } // namespace
+
+namespace {
+/// "role name" of each binding, for compact expectations.
+std::vector<std::string> roles(const std::vector<Binding> &bs) {
+  std::vector<std::string> out;
+  for (const Binding &b : bs)
+    out.push_back(roleName(b.role).str() + (b.name.empty() ? "" : " " + b.name));
+  return out;
+}
+} // namespace
+
+// The binding table: every input and output of every program has a role and
+// a logical name, from the compiler; the runtime binds by it.
+TEST(Bindings, EveryProgramInputAndOutputHasARole) {
+  ParallelCompileOptions o = pipelined(2, 2);
+  o.dp = 2;
+  o.distributedOptimizer = true;
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 2), o);
+  const PipelinePlan &p = c.pipeline;
+  const PipelineStage &head = p.stages.back();
+  ASSERT_FALSE(head.forwardBindings.outputs.empty());
+  EXPECT_EQ(head.forwardBindings.outputs[0].role, Role::Loss);
+  for (size_t o = 1; o < head.forwardBindings.outputs.size(); ++o)
+    EXPECT_EQ(head.forwardBindings.outputs[o],
+              (Binding{Role::Stash, head.stash[o - 1]}));
+  std::vector<std::string> in = roles(p.stages[0].forwardBindings.inputs);
+  EXPECT_NE(llvm::find(in, "parameter wte"), in.end());
+  EXPECT_NE(llvm::find(in, "tokens"), in.end());
+  std::vector<std::string> grads = roles(p.stages[0].backwardBindings.outputs);
+  EXPECT_NE(llvm::find(grads, "gradient wte"), grads.end());
+  // Rank 0 owns the tied wte: its ZeRO-1 optimizer reads the moments and
+  // writes every new state.
+  std::vector<std::string> opt = roles(p.optimizerBindings[0].inputs),
+                           out = roles(p.optimizerBindings[0].outputs);
+  for (const char *want : {"lr", "step", "gradient wte", "adam_m wte",
+                           "adam_v wte", "parameter wpe"})
+    EXPECT_NE(llvm::find(opt, want), opt.end()) << want;
+  for (const char *want : {"grad_norm", "new_parameter wte", "new_adam_m wte",
+                           "new_adam_v wte"})
+    EXPECT_NE(llvm::find(out, want), out.end()) << want;
+  // Rank 1 receives wte's new value, holding no moments for it.
+  std::vector<std::string> out1 = roles(p.optimizerBindings[1].outputs);
+  EXPECT_NE(llvm::find(out1, "new_parameter wte"), out1.end());
+  EXPECT_EQ(llvm::find(out1, "new_adam_m wte"), out1.end());
+}
+
+TEST(Bindings, AValueOfNoRoleIsAnError) {
+  Graph g;
+  g.name = "opt";
+  ValueId x = g.addInput("mystery", TensorType{DType::F32, {2}});
+  g.addOutput(x);
+  auto b = bindProgram(g, ProgramKind::Optimizer, nullptr);
+  ASSERT_FALSE(bool(b));
+  EXPECT_EQ(toString(b.takeError()),
+            "@opt: input %mystery has no role the runtime can bind");
+}
