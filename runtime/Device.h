@@ -18,6 +18,7 @@
 namespace strata {
 
 class Communicators;
+class Trace;
 
 /// Per-launch facts a kernel may need beyond its operands.
 struct LaunchContext {
@@ -70,6 +71,17 @@ public:
 
   /// Waits for all enqueued work; returns the first kernel error, if any.
   virtual llvm::Error synchronize() = 0;
+
+  /// Records this device's copies and collectives into `trace` as rank
+  /// `rank`'s (null: stop recording). Set between runs.
+  void setTrace(Trace *trace, int64_t rank) {
+    trace_ = trace;
+    traceRank_ = rank;
+  }
+
+protected:
+  Trace *trace_ = nullptr;
+  int64_t traceRank_ = 0;
 };
 
 } // namespace strata

@@ -1,7 +1,10 @@
 //===- CpuDevice.cpp - A virtual CPU device with its own stream thread -----===//
 #include "runtime/cpu/CpuDevice.h"
 
+#include "runtime/Trace.h"
 #include "runtime/cpu/FusedKernels.h"
+
+#include "ir/Op.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -40,19 +43,24 @@ void *CpuDevice::allocate(int64_t bytes) {
 
 void CpuDevice::deallocate(void *ptr) { std::free(ptr); }
 
-void CpuDevice::copyFromHost(void *dst, const void *src, int64_t bytes) {
-  enqueue([=] {
+void CpuDevice::enqueueCopy(const char *what, void *dst, const void *src,
+                            int64_t bytes) {
+  enqueueTraced(what, "copy", bytes, [=] {
     std::memcpy(dst, src, bytes);
     return llvm::Error::success();
   });
 }
 
+void CpuDevice::copyFromHost(void *dst, const void *src, int64_t bytes) {
+  enqueueCopy("copy host to device", dst, src, bytes);
+}
+
 void CpuDevice::copyToHost(void *dst, const void *src, int64_t bytes) {
-  copyFromHost(dst, src, bytes);
+  enqueueCopy("copy device to host", dst, src, bytes);
 }
 
 void CpuDevice::copy(void *dst, const void *src, int64_t bytes) {
-  copyFromHost(dst, src, bytes);
+  enqueueCopy("copy on device", dst, src, bytes);
 }
 
 void CpuDevice::accumulate(void *acc, const void *x, int64_t count) {
@@ -87,8 +95,32 @@ void CpuDevice::launch(const Graph &g, const Node &node,
                        const LaunchContext &ctx) {
   llvm::SmallVector<const void *, 8> ops(operands.begin(), operands.end());
   llvm::SmallVector<void *, 4> res(results.begin(), results.end());
-  enqueue([&g, &node, ops, res, ctx] {
+  auto work = [&g, &node, ops, res, ctx] {
     return runCpuKernel(g, node, ops, res, ctx);
+  };
+  if (!trace_ || !isCollective(node.op))
+    return enqueue(std::move(work));
+  // A collective's row in the trace: its op, group and bytes.
+  std::string name = opName(node.op).str();
+  if (node.attrs.has("peer"))
+    name += " peer " + std::to_string(node.attrs.getInt("peer"));
+  else
+    for (const std::string &a : node.attrs.getStrings("axes"))
+      name += " " + a;
+  ValueId v = node.operands.empty() ? node.results[0] : node.operands[0];
+  enqueueTraced(name, "collective", g.type(v).bytes(), std::move(work));
+}
+
+void CpuDevice::enqueueTraced(std::string name, const char *category,
+                              int64_t bytes,
+                              std::function<llvm::Error()> work) {
+  if (!trace_)
+    return enqueue(std::move(work));
+  enqueue([this, name = std::move(name), category, bytes,
+           work = std::move(work)] {
+    TraceScope scope(trace_, traceRank_, "device stream", name, category,
+                     bytes);
+    return work();
   });
 }
 

@@ -48,6 +48,11 @@ public:
 
 private:
   void workerLoop();
+  void enqueueCopy(const char *what, void *dst, const void *src,
+                   int64_t bytes);
+  /// enqueue, recorded as an event of the trace when one is set.
+  void enqueueTraced(std::string name, const char *category, int64_t bytes,
+                     std::function<llvm::Error()> work);
 
   int index_;
   std::mutex mu_;

@@ -331,7 +331,15 @@ llvm::Error Trainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
   return llvm::Error::success();
 }
 
+void Trainer::setTrace(Trace *trace) {
+  trace_ = trace;
+  for (size_t l = 0; l < group_.numLocal(); ++l)
+    group_.device(l).setTrace(trace, group_.globalRank(l));
+}
+
 llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
+  TraceScope scope(trace_, group_.globalRank(local), "device stream",
+                   "optimizer", "program");
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
   const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
   HostTensor lrIn(r.lr.type()), stepIn(r.stepCount.type());
@@ -404,6 +412,8 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
                               bool eval) {
   if (in.kind == Instr::Optimizer)
     return runOptimizer(r, local, stats->lr);
+  TraceScope scope(trace_, group_.globalRank(local), "device stream",
+                   (eval ? "eval " : "") + in.str(), "program");
   const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
   bool forward = in.kind == Instr::Forward;
   const PipelineStage &est = eval ? eval_->pipeline.stages[st.index] : st;

@@ -44,6 +44,7 @@
 
 #include "passes/pipeline/ParallelCompile.h"
 #include "runtime/DeviceBuffer.h"
+#include "runtime/Trace.h"
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/ParallelConfig.h"
 #include "runtime/train/TrainOptions.h"
@@ -116,6 +117,9 @@ public:
   void setStep(int64_t s) { step_ = s; }
   const CompiledPipeline &compiled() const { return *plan_; }
   const ParallelConfig &config() const { return config_; }
+  /// Records each program run and the devices' collectives and copies into
+  /// `trace` (runtime/Trace.h); null stops recording.
+  void setTrace(Trace *trace);
   /// Per pipeline rank held by this process (its first device): the bytes
   /// allocated during the last step; zero for ranks elsewhere.
   std::vector<MeasuredMemory> measuredMemory() const;
@@ -195,6 +199,7 @@ private:
   llvm::StringMap<llvm::SmallVector<int64_t, 2>> holders_;
   std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
   CompletedSends completed_; // of the step's streams
+  Trace *trace_ = nullptr;
   int64_t step_ = 0;
 };
 

@@ -7,6 +7,8 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/data/BatchSampler.h"
 #include "runtime/data/TokenDataset.h"
+#include "runtime/Trace.h"
+#include "runtime/io/AtomicFile.h"
 #include "runtime/io/Checkpoint.h"
 #include "runtime/parallel/DeviceGroup.h"
 #include "runtime/parallel/TrainingSession.h"
@@ -221,6 +223,29 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   int64_t firstStep = t.step();
   double emaTokS = 0;
   StopSignals stop;
+  std::unique_ptr<Trace> trace;
+  if (!opts.tracePath.empty()) {
+    trace = std::make_unique<Trace>();
+    t.trainer().setTrace(trace.get());
+  }
+  // Each process writes its ranks' rows: rank 0 to the path, rank r to
+  // <path>.rank<r>.json.
+  auto writeTrace = [&]() -> llvm::Error {
+    t.trainer().setTrace(nullptr);
+    std::string path = opts.tracePath;
+    if (env && env->rank > 0)
+      path += ".rank" + std::to_string(env->rank) + ".json";
+    llvm::json::Value json = trace->toJson();
+    trace.reset();
+    if (auto e = writeFileAtomically(path, [&](llvm::raw_ostream &out) {
+          out << json << '\n';
+          return llvm::Error::success();
+        }))
+      return e;
+    os << "wrote the step timeline of " << std::min(opts.traceSteps, steps - firstStep)
+       << " steps to " << opts.tracePath << '\n';
+    return llvm::Error::success();
+  };
   while (t.step() < steps) {
     auto t0 = Clock::now();
     int64_t s = t.step();
@@ -228,6 +253,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       trainData->fill(s, micro, tk, lb);
     });
     if (!stats) return stats.takeError();
+    if (trace && t.step() - firstStep >= opts.traceSteps)
+      if (auto e = writeTrace()) return e;
     if (auto e = trainData->takeError()) return e;
     if (!std::isfinite(stats->loss)) return diverged(s + 1, "loss", stats->loss);
     if (!std::isfinite(stats->gradNorm))
@@ -280,6 +307,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
                    " (continue with --resume)");
     }
   }
+  if (trace)
+    if (auto e = writeTrace()) return e;
   if (savedStep != t.step())
     if (auto e = saveCkpt()) return e;
   os << "saved " << ckptFile << '\n';

@@ -47,6 +47,8 @@ struct RunOptions {
   int64_t logEvery = 10;     // steps between progress lines without a bar
   ParallelConfig parallel;   // tp x dp CPU devices (1 x 1: serial)
   bool fusion = false;       // fused kernels (TrainOptions::fusion)
+  std::string tracePath;      // Chrome trace of the first traceSteps steps
+  int64_t traceSteps = 3;
   // A plan file's compiled programs for `parallel`, run instead of compiling
   // the spec (runtime/parallel/TrainingSession.h); null: compile.
   std::shared_ptr<const CompiledPipeline> programs;

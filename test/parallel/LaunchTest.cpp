@@ -14,7 +14,12 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
+#include "llvm/Support/JSON.h"
+
 #include <gtest/gtest.h>
+
+#include <map>
+#include <set>
 
 #include <chrono>
 #include <fstream>
@@ -391,6 +396,82 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
   }
   near("pptp", "serial");
   EXPECT_EQ(losses(dir_ + "/serial").size(), 5u);
+}
+
+// `strata train --trace`: a Chrome trace with a process row per rank, each
+// pipeline rank's F and B programs of every microbatch and its optimizer per
+// traced step, the tp all_reduces inside them with their bytes, and the
+// copies; both processes of a launched job write their ranks' rows.
+TEST_F(LaunchTest, TraceShowsEveryRanksProgramsCollectivesAndCopies) {
+  std::string spec = writeSpec();
+  std::ofstream g(dir_ + "/two.textproto");
+  g << R"(name: "two" family: GPT vocab_size: 30 hidden: 16 layers: 2 heads: 4
+seq_len: 8 micro_batch: 4 training { steps: 3 lr: 1e-2 eval_every: 0 })";
+  g.close();
+  std::string trace = dir_ + "/t.json";
+  Result r = strata({"train", dir_ + "/two.textproto", "--data",
+                     dir_ + "/text.txt", "--pp", "2",
+                     "--tp", "2", "--microbatches", "2", "--steps", "3",
+                     "--trace", trace, "--trace-steps", "2", "--sample", "0",
+                     "--out", dir_ + "/traced"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote the step timeline of 2 steps to " + trace),
+            std::string::npos)
+      << r.out;
+  auto json = llvm::json::parse(read(trace));
+  ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
+  const llvm::json::Array *events =
+      json->getAsObject()->getArray("traceEvents");
+  ASSERT_NE(events, nullptr);
+  std::map<int64_t, std::map<std::string, int>> programs; // rank -> name -> n
+  std::set<int64_t> named;
+  int collectives = 0, copies = 0;
+  for (const llvm::json::Value &v : *events) {
+    const llvm::json::Object &e = *v.getAsObject();
+    int64_t pid = *e.getInteger("pid");
+    std::string name = e.getString("name")->str();
+    if (*e.getString("ph") == "M") {
+      if (name == "process_name")
+        named.insert(pid);
+      continue;
+    }
+    llvm::StringRef cat = *e.getString("cat");
+    EXPECT_GE(*e.getInteger("dur"), 0);
+    if (cat == "program")
+      ++programs[pid][name.substr(0, 1)];
+    if (cat == "collective") {
+      ++collectives;
+      EXPECT_GT(*e.getObject("args")->getInteger("bytes"), 0) << name;
+    }
+    copies += cat == "copy";
+  }
+  EXPECT_EQ(named, (std::set<int64_t>{0, 1, 2, 3}));
+  ASSERT_EQ(programs.size(), 4u);
+  for (auto &[rank, byName] : programs) {
+    // 2 steps x 2 microbatches of F and B, and 2 optimizer runs.
+    EXPECT_EQ(byName["F"], 4) << "rank " << rank;
+    EXPECT_EQ(byName["B"], 4) << "rank " << rank;
+    EXPECT_EQ(byName["o"], 2) << "rank " << rank;
+  }
+  EXPECT_GT(collectives, 0);
+  EXPECT_GT(copies, 0);
+
+  Result mp = strata({"launch", "--nproc", "2", "--master-port", "0", "--",
+                      "strata", "train", spec, "--data", dir_ + "/text.txt",
+                      "--tp", "2", "--steps", "2", "--trace",
+                      dir_ + "/mp.json", "--sample", "0", "--out",
+                      dir_ + "/mp"});
+  ASSERT_EQ(mp.code, 0) << mp.err;
+  for (std::string f : {"/mp.json", "/mp.json.rank1.json"}) {
+    auto j = llvm::json::parse(read(dir_ + f));
+    ASSERT_TRUE(bool(j)) << f << ": " << llvm::toString(j.takeError());
+  }
+  EXPECT_NE(read(dir_ + "/mp.json.rank1.json").find("\"rank 1\""),
+            std::string::npos);
+
+  Result bad = strata({"train", spec, "--trace", dir_ + "/no/such/t.json"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("does not exist"), std::string::npos) << bad.err;
 }
 
 } // namespace

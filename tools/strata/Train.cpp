@@ -50,6 +50,10 @@ cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
                      cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> overwrite("overwrite", cl::desc("Replace the previous run in --out (its checkpoint and metrics)"),
                         cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> tracePath("trace", cl::desc("Write a Chrome trace (chrome://tracing, Perfetto) of the first --trace-steps steps: each rank's program runs, collectives and copies"),
+                               cl::value_desc("file.json"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<int64_t> traceSteps("trace-steps", cl::desc("Steps the --trace timeline covers"),
+                            cl::init(3), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> saveEvery("save-every", cl::desc("Steps between checkpoints (0: at evaluations and the end only)"),
                            cl::init(0), cl::sub(trainCmd), cl::cat(cat));
 // Flags without a cl::init default to the spec's value (given() tells them
@@ -217,6 +221,17 @@ Expected<std::string> dataFile(const LoadedPlan &loaded) {
 
 Expected<RunOptions> buildOptions() {
   if (Error e = checkTrainFlags()) return std::move(e);
+  if (traceSteps < 1)
+    return usage("--trace-steps must be >= 1, got " + Twine(int64_t(traceSteps)) +
+                 " (steps the --trace timeline covers)");
+  if (given(traceSteps) && tracePath.empty())
+    reportWarning("--trace-steps has no effect without --trace FILE.json");
+  if (!tracePath.empty()) {
+    StringRef dir = sys::path::parent_path(tracePath);
+    if (!dir.empty() && !sys::fs::is_directory(dir))
+      return usage("--trace " + tracePath + ": the directory '" + dir +
+                   "' does not exist (create it, or write the trace elsewhere)");
+  }
   auto loaded = loadPlanOrSpec(input);
   if (!loaded) return loaded.takeError();
   RunOptions o;
@@ -288,6 +303,8 @@ Expected<RunOptions> buildOptions() {
   if (resume && overwrite)
     return usage("--resume and --overwrite exclude each other (continue the run in --out, or replace it)");
   if (saveEvery < 0) return usage("--save-every must be >= 0, got " + Twine(int64_t(saveEvery)));
+  o.tracePath = tracePath;
+  o.traceSteps = traceSteps;
   o.resume = resume;
   o.overwrite = overwrite;
   o.saveEvery = saveEvery;
