@@ -80,8 +80,10 @@ public:
   virtual const Mesh &mesh() const = 0;
   /// This rank's index in the mesh.
   virtual int64_t rank() const = 0;
-  /// The group over `axes` (see the file comment), created on first use:
-  /// every member must ask for it, as SPMD programs do. Axes of size 1 and
+  /// The group over `axes` (see the file comment), connected on first use:
+  /// every member must ask for it, in the same order. The trainer connects
+  /// every group its programs use before the first step
+  /// (runtime/parallel/Trainer.h), as NCCL requires. Axes of size 1 and
   /// axes absent from the mesh contribute nothing; an empty group is this
   /// rank alone.
   virtual llvm::Expected<Communicator *>

@@ -1,6 +1,7 @@
 //===- Trainer.cpp - The one trainer: any layout, serial included ----------===//
 #include "runtime/parallel/Trainer.h"
 
+#include "ir/Op.h"
 #include "runtime/comm/CollectiveKernels.h"
 #include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
@@ -8,6 +9,7 @@
 #include "runtime/train/ParamInit.h"
 
 #include <cstring>
+#include <set>
 
 namespace strata {
 
@@ -208,7 +210,35 @@ llvm::Error Trainer::bind() {
     if (!s.empty() && s.back().kind == Instr::Optimizer)
       s.pop_back();
   completed_ = completedSends(pp.schedule, streams);
-  return llvm::Error::success();
+  return connectGroups();
+}
+
+llvm::Error Trainer::connectGroups() {
+  // Every group a rank's programs use, connected now (a collective
+  // operation of its members: NCCL cannot create communicators lazily).
+  // The members of a group over dp and tp share their programs, so they
+  // connect in the same order.
+  return group_.forEachRank([&](size_t l) -> llvm::Error {
+    RankState &r = *ranks_[l];
+    std::vector<const Graph *> programs = {
+        &plan_->pipeline.optimizers[r.pipeRank]};
+    for (int64_t s : r.stages)
+      for (const Graph *g : {&plan_->pipeline.stages[s].forward,
+                             &plan_->pipeline.stages[s].backward})
+        programs.push_back(g);
+    std::set<std::vector<std::string>> done;
+    for (const Graph *g : programs)
+      for (const Node &n : g->nodes()) {
+        if (!isCollective(n.op) || !n.attrs.has("axes"))
+          continue;
+        StrList axes = n.attrs.getStrings("axes");
+        if (!done.insert({axes.begin(), axes.end()}).second)
+          continue;
+        if (auto c = group_.comms(l).group(axes); !c)
+          return c.takeError();
+      }
+    return llvm::Error::success();
+  });
 }
 
 llvm::Error Trainer::createExecutables(RankState &r) {

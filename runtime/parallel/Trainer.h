@@ -152,6 +152,7 @@ private:
   struct RankState;
   Trainer(DeviceGroup &g);
   llvm::Error bind();
+  llvm::Error connectGroups();
   llvm::Error
   scatter(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
           bool moments);
