@@ -1,8 +1,11 @@
 //===- Device.h - The narrow backend interface -----------------------------===//
 //
-// A Device owns memory and runs op kernels asynchronously, in order (one
-// stream). The executor is backend-neutral: it allocates buffers, enqueues
-// copies and launches, and synchronizes. CPU and CUDA implement this.
+// A Device owns memory and runs op kernels asynchronously on streams:
+// ordered queues of work (stream 0 always exists; createStream adds more).
+// Work on one stream runs in order; streams order against each other only
+// through events (record on one, wait on another), as on CUDA. The executor
+// is backend-neutral: it allocates buffers, enqueues copies and launches,
+// and synchronizes. CPU and CUDA implement this.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -13,12 +16,16 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace strata {
 
 class Communicators;
 class Trace;
+
+using StreamId = int32_t;
+constexpr StreamId kDefaultStream = 0;
 
 /// Per-launch facts a kernel may need beyond its operands.
 struct LaunchContext {
@@ -28,6 +35,13 @@ struct LaunchContext {
   const Mesh *mesh = nullptr;  // null for a serial graph
   int64_t rank = 0;            // this device's rank in `mesh`
   Communicators *comms = nullptr;  // its groups (runtime/comm); null if serial
+  StreamId stream = kDefaultStream; // where the launch is enqueued
+};
+
+/// A point in a stream's work, recorded there and waited for elsewhere.
+class Event {
+public:
+  virtual ~Event() = default;
 };
 
 class Device {
@@ -50,26 +64,54 @@ public:
   virtual void *allocate(int64_t bytes) = 0;
   virtual void deallocate(void *ptr) = 0;
 
-  /// Asynchronous copies, ordered with launches.
-  virtual void copyFromHost(void *dst, const void *src, int64_t bytes) = 0;
-  virtual void copyToHost(void *dst, const void *src, int64_t bytes) = 0;
-  /// Device to device, within this device's memory.
-  virtual void copy(void *dst, const void *src, int64_t bytes) = 0;
-  virtual void fill(void *dst, int64_t bytes, int value) = 0;
+  /// A new stream (an ordered queue of work).
+  virtual StreamId createStream() = 0;
+  virtual std::unique_ptr<Event> createEvent() = 0;
+  /// `event` happens when `stream` reaches this point of its work.
+  virtual void record(Event &event, StreamId stream) = 0;
+  /// Work enqueued on `stream` after this call waits for `event`'s latest
+  /// record (made before this call).
+  virtual void wait(StreamId stream, Event &event) = 0;
 
+  /// Asynchronous copies on `stream`: host to device, device to host, and
+  /// within this device's memory.
+  void copyFromHost(void *dst, const void *src, int64_t bytes,
+                    StreamId stream = kDefaultStream) {
+    enqueueCopy(CopyKind::HostToDevice, dst, src, bytes, stream);
+  }
+  void copyToHost(void *dst, const void *src, int64_t bytes,
+                  StreamId stream = kDefaultStream) {
+    enqueueCopy(CopyKind::DeviceToHost, dst, src, bytes, stream);
+  }
+  void copy(void *dst, const void *src, int64_t bytes,
+            StreamId stream = kDefaultStream) {
+    enqueueCopy(CopyKind::DeviceToDevice, dst, src, bytes, stream);
+  }
+  /// Sets `bytes` bytes at `dst` to `value`.
+  void fill(void *dst, int64_t bytes, int value,
+            StreamId stream = kDefaultStream) {
+    enqueueFill(dst, bytes, value, stream);
+  }
   /// The runtime's own kernels on f32 buffers of `count` elements:
   /// acc[i] += x[i] (gradient accumulation) and x[i] *= factor (averaging).
-  virtual void accumulate(void *acc, const void *x, int64_t count) = 0;
-  virtual void scale(void *x, int64_t count, float factor) = 0;
+  void accumulate(void *acc, const void *x, int64_t count,
+                  StreamId stream = kDefaultStream) {
+    enqueueAccumulate(acc, x, count, stream);
+  }
+  void scale(void *x, int64_t count, float factor,
+             StreamId stream = kDefaultStream) {
+    enqueueScale(x, count, factor, stream);
+  }
 
-  /// Enqueues the kernel of `node`: operands[i] / results[i] point to device
-  /// buffers of the node's operand / result types.
+  /// Enqueues the kernel of `node` on ctx.stream: operands[i] / results[i]
+  /// point to device buffers of the node's operand / result types.
   virtual void launch(const Graph &g, const Node &node,
                       llvm::ArrayRef<const void *> operands,
                       llvm::ArrayRef<void *> results,
                       const LaunchContext &ctx) = 0;
 
-  /// Waits for all enqueued work; returns the first kernel error, if any.
+  /// Waits for the work of every stream; returns the first kernel error,
+  /// if any.
   virtual llvm::Error synchronize() = 0;
 
   /// Records this device's copies and collectives into `trace` as rank
@@ -80,6 +122,16 @@ public:
   }
 
 protected:
+  enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
+  virtual void enqueueCopy(CopyKind kind, void *dst, const void *src,
+                           int64_t bytes, StreamId stream) = 0;
+  virtual void enqueueFill(void *dst, int64_t bytes, int value,
+                           StreamId stream) = 0;
+  virtual void enqueueAccumulate(void *acc, const void *x, int64_t count,
+                                 StreamId stream) = 0;
+  virtual void enqueueScale(void *x, int64_t count, float factor,
+                            StreamId stream) = 0;
+
   Trace *trace_ = nullptr;
   int64_t traceRank_ = 0;
 };

@@ -97,7 +97,7 @@ llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
   for (size_t o = 0; o < bound.size(); ++o) {
     ValueId v = g_.outputs()[o];
     if (bound[o] && ptr[v] != bound[o])
-      dev_.copy(bound[o], ptr[v], g_.type(v).bytes());
+      dev_.copy(bound[o], ptr[v], g_.type(v).bytes(), ctx.stream);
   }
   outputs.clear();
   for (size_t o = 0; o < g_.outputs().size(); ++o)

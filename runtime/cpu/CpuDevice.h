@@ -1,8 +1,11 @@
-//===- CpuDevice.h - A virtual CPU device with its own stream thread -------===//
+//===- CpuDevice.h - A virtual CPU device: a thread per stream ------------===//
 //
-// Work enqueued on a CpuDevice runs in order on the device's worker thread, so
-// N CpuDevices in one process behave like N independent accelerators (and the
-// executor sees the same asynchronous interface as on CUDA). Kernels come from
+// Each stream of a CpuDevice is an ordered queue run by its own worker
+// thread, so N CpuDevices in one process behave like N independent
+// accelerators, and the executor sees the same asynchronous interface as on
+// CUDA (events order the streams). After a kernel error the device is
+// poisoned: later work is skipped, as on a GPU after a fault, and
+// synchronize() reports the first error. Kernels come from
 // runtime/kernels through the per-op table in CpuOpKernels.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -14,7 +17,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <memory>
 #include <thread>
+#include <vector>
 
 namespace strata {
 
@@ -31,40 +36,58 @@ public:
   bool isHostMemory() const override { return true; }
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
-  void copyFromHost(void *dst, const void *src, int64_t bytes) override;
-  void copyToHost(void *dst, const void *src, int64_t bytes) override;
-  void copy(void *dst, const void *src, int64_t bytes) override;
-  void fill(void *dst, int64_t bytes, int value) override;
-  void accumulate(void *acc, const void *x, int64_t count) override;
-  void scale(void *x, int64_t count, float factor) override;
+  StreamId createStream() override;
+  std::unique_ptr<Event> createEvent() override;
+  void record(Event &event, StreamId stream) override;
+  void wait(StreamId stream, Event &event) override;
   void launch(const Graph &g, const Node &node,
               llvm::ArrayRef<const void *> operands,
               llvm::ArrayRef<void *> results,
               const LaunchContext &ctx) override;
   llvm::Error synchronize() override;
 
-  /// Enqueues arbitrary host work on this device's stream.
-  void enqueue(std::function<llvm::Error()> work);
+  /// Enqueues arbitrary host work on `stream`.
+  void enqueue(std::function<llvm::Error()> work,
+               StreamId stream = kDefaultStream);
+
+protected:
+  void enqueueCopy(CopyKind kind, void *dst, const void *src, int64_t bytes,
+                   StreamId stream) override;
+  void enqueueFill(void *dst, int64_t bytes, int value,
+                   StreamId stream) override;
+  void enqueueAccumulate(void *acc, const void *x, int64_t count,
+                         StreamId stream) override;
+  void enqueueScale(void *x, int64_t count, float factor,
+                    StreamId stream) override;
 
 private:
-  void workerLoop();
-  void enqueueCopy(const char *what, void *dst, const void *src,
-                   int64_t bytes);
+  struct Work {
+    std::function<llvm::Error()> fn;
+    /// Runs even after an error (event records, so waiters do not hang).
+    bool always = false;
+  };
+  struct Stream {
+    std::deque<Work> queue;
+    std::condition_variable workCv;
+    std::thread worker;
+  };
+  void workerLoop(Stream &s);
+  void push(StreamId stream, Work work);
   /// enqueue, recorded as an event of the trace when one is set.
   void enqueueTraced(std::string name, const char *category, int64_t bytes,
-                     std::function<llvm::Error()> work);
+                     std::function<llvm::Error()> work, StreamId stream);
 
   int index_;
   std::mutex mu_;
-  // Two waits: the worker for work, synchronize() for an empty stream. One
-  // shared condition variable woke every waiting caller after every kernel
-  // (a futex wake and a context switch per node of a program).
-  std::condition_variable workCv_, doneCv_;
-  std::deque<std::function<llvm::Error()>> queue_;
-  int64_t pending_ = 0;  // enqueued and not finished
+  // Two waits: a worker for its stream's work, synchronize() for every
+  // stream to drain. One shared condition variable woke every waiting
+  // caller after every kernel (a futex wake and a context switch per node
+  // of a program).
+  std::condition_variable doneCv_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int64_t pending_ = 0; // enqueued on any stream and not finished
   bool stop_ = false;
   std::string firstError_;
-  std::thread worker_;
 };
 
 /// Runs the CPU kernel of `node` synchronously on the calling thread.

@@ -368,7 +368,7 @@ void Trainer::setTrace(Trace *trace) {
 }
 
 llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
-  TraceScope scope(trace_, group_.globalRank(local), "device stream",
+  TraceScope scope(trace_, group_.globalRank(local), "device stream 0",
                    "optimizer", "program");
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
   const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
@@ -442,7 +442,7 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
                               bool eval) {
   if (in.kind == Instr::Optimizer)
     return runOptimizer(r, local, stats->lr);
-  TraceScope scope(trace_, group_.globalRank(local), "device stream",
+  TraceScope scope(trace_, group_.globalRank(local), "device stream 0",
                    (eval ? "eval " : "") + in.str(), "program");
   const PipelineStage &st = plan_->pipeline.stages[r.stages[in.chunk]];
   bool forward = in.kind == Instr::Forward;

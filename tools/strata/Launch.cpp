@@ -115,9 +115,15 @@ void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
 }
 
 [[noreturn]] void execChild(int rank, int port, int outFd, int errFd,
-                            int heartbeatFd) {
+                            int heartbeatFd, const sigset_t &oldMask) {
   setpgid(0, 0); // its own group: stopping it stops what it started
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The launcher's dispositions are not the command's: a SIGTERM that
+  // arrived since fork (held by the mask) now stops it.
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &oldMask, nullptr);
   dup2(outFd, STDOUT_FILENO);
   dup2(errFd, STDERR_FILENO);
   fcntl(heartbeatFd, F_SETFD, 0); // inherited by the command
@@ -209,6 +215,14 @@ int runLaunch() {
     if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) ||
         pipe2(beat, O_CLOEXEC))
       return usage(Twine("pipe: ") + strerror(errno));
+    // Signals wait until the child has its own group and handlers (a
+    // SIGTERM caught by the launcher's handler in the child, or sent to a
+    // group not yet made, would leave it running until SIGKILL).
+    sigset_t stopSignals, oldMask;
+    sigemptyset(&stopSignals);
+    sigaddset(&stopSignals, SIGINT);
+    sigaddset(&stopSignals, SIGTERM);
+    sigprocmask(SIG_BLOCK, &stopSignals, &oldMask);
     pid_t pid = fork();
     if (pid < 0)
       return usage(Twine("fork: ") + strerror(errno));
@@ -216,8 +230,10 @@ int runLaunch() {
       close(out[0]);
       close(err[0]);
       close(beat[0]);
-      execChild(r, port, out[1], err[1], beat[1]);
+      execChild(r, port, out[1], err[1], beat[1], oldMask);
     }
+    setpgid(pid, pid); // as the child does: whichever runs first
+    sigprocmask(SIG_SETMASK, &oldMask, nullptr);
     close(out[1]);
     close(err[1]);
     close(beat[1]);

@@ -1,0 +1,120 @@
+//===- DeviceStreamTest.cpp - Streams and events of the CPU device --------===//
+//
+// The asynchronous device interface (runtime/Device.h) on CpuDevice: work on
+// one stream runs in order; an event recorded on one stream orders another
+// stream's later work after it (a copy waits for a slow writer); a wait
+// refers to the records made before it; device copies, fill, accumulate and
+// scale compute what they say; an error poisons the device without leaving
+// an event waiter hanging.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuDevice.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(DeviceStreams, WorkOnOneStreamRunsInOrder) {
+  CpuDevice dev;
+  std::vector<int> order;
+  for (int i = 0; i < 100; ++i)
+    dev.enqueue([&order, i] {
+      order.push_back(i);
+      return llvm::Error::success();
+    });
+  ASSERT_FALSE(bool(dev.synchronize()));
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(order[i], i);
+}
+
+// Stream 0 writes slowly; stream 1 copies the value after waiting for an
+// event recorded behind the write: it must see the written value.
+TEST(DeviceStreams, AnEventOrdersAnotherStreamsWork) {
+  CpuDevice dev;
+  StreamId copies = dev.createStream();
+  EXPECT_EQ(copies, 1);
+  float src = 0, dst = -1;
+  auto done = dev.createEvent();
+  dev.enqueue([&src] {
+    std::this_thread::sleep_for(50ms);
+    src = 42;
+    return llvm::Error::success();
+  });
+  dev.record(*done, kDefaultStream);
+  dev.wait(copies, *done);
+  dev.copy(&dst, &src, sizeof(float), copies);
+  ASSERT_FALSE(bool(dev.synchronize()));
+  EXPECT_EQ(dst, 42);
+}
+
+// Streams run concurrently: stream 0's task waits for a flag that only
+// stream 1's task sets (one thread for both would time out).
+TEST(DeviceStreams, StreamsRunConcurrently) {
+  CpuDevice dev;
+  StreamId other = dev.createStream();
+  std::atomic<bool> flag{false}, seen{false};
+  dev.enqueue([&] {
+    auto until = std::chrono::steady_clock::now() + 10s;
+    while (!flag && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(1ms);
+    seen = bool(flag);
+    return llvm::Error::success();
+  });
+  dev.enqueue(
+      [&] {
+        flag = true;
+        return llvm::Error::success();
+      },
+      other);
+  ASSERT_FALSE(bool(dev.synchronize()));
+  EXPECT_TRUE(seen);
+}
+
+TEST(DeviceStreams, CopiesFillAccumulateScale) {
+  CpuDevice dev;
+  std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40}, c(4, -1);
+  dev.accumulate(a.data(), b.data(), 4);
+  dev.scale(a.data(), 4, 0.5f);
+  dev.copyToHost(c.data(), a.data(), 4 * sizeof(float));
+  ASSERT_FALSE(bool(dev.synchronize()));
+  EXPECT_EQ(c, (std::vector<float>{5.5f, 11, 16.5f, 22}));
+  dev.fill(c.data(), 4 * sizeof(float), 0);
+  ASSERT_FALSE(bool(dev.synchronize()));
+  EXPECT_EQ(c, (std::vector<float>(4, 0.0f)));
+}
+
+// A kernel error poisons the device; an event behind it is still recorded,
+// so a stream waiting for it does not hang, and synchronize reports the
+// first error once.
+TEST(DeviceStreams, AnErrorDoesNotHangEventWaiters) {
+  CpuDevice dev;
+  StreamId other = dev.createStream();
+  auto after = dev.createEvent();
+  bool ran = false;
+  dev.enqueue([] {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "boom");
+  });
+  dev.enqueue([&ran] {
+    ran = true;
+    return llvm::Error::success();
+  });
+  dev.record(*after, kDefaultStream);
+  dev.wait(other, *after);
+  llvm::Error e = dev.synchronize();
+  ASSERT_TRUE(bool(e));
+  EXPECT_EQ(llvm::toString(std::move(e)), "boom");
+  EXPECT_FALSE(ran) << "work after the error is skipped";
+  EXPECT_FALSE(bool(dev.synchronize()));
+}
+
+} // namespace
+} // namespace strata
