@@ -20,6 +20,8 @@ void registerCombineAllReducePass();
 void registerDeadCodeEliminationPass();
 void registerFusionPass();
 void registerMegatronSeedsPass();
+void registerMemoryPass();
+void registerPipelinePass();
 void registerRecomputePass();
 void registerSpmdPass();
 
@@ -31,6 +33,8 @@ void registerAllPasses() {
     registerDeadCodeEliminationPass();
     registerFusionPass();
     registerMegatronSeedsPass();
+    registerMemoryPass();
+    registerPipelinePass();
     registerRecomputePass();
     registerSpmdPass();
   });

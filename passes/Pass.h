@@ -3,7 +3,9 @@
 // A pass has a name, a one-line summary and a run() that transforms a graph in
 // place and says whether it changed it. Options come from the pipeline text
 // (`autodiff,spmd{tp=2,dp=2}`) as string key/values; a pass validates its own.
-// Each pass file defines a `registerXPass()` that calls registerPass();
+// A pass may also run on a whole training program (the microbatch graph,
+// then its pipeline stages: runOnProgram). Each pass file defines a
+// `registerXPass()` that calls registerPass();
 // registerAllPasses() (passes/Pass.cpp) calls them all, so strata-opt and the
 // compiler driver build pipelines from text. See passes/PassManager.h.
 //
@@ -23,6 +25,8 @@
 
 namespace strata {
 
+struct CompiledPipeline; // passes/pipeline/ParallelCompile.h
+
 using PassOptions = llvm::StringMap<std::string>;
 
 class Pass {
@@ -31,6 +35,11 @@ public:
   virtual llvm::StringRef name() const = 0;
   /// Transforms `g` in place; returns true if it changed.
   virtual llvm::Expected<bool> run(Graph &g) = 0;
+  /// Transforms a training program: by default `run` on its microbatch
+  /// graph until the pipeline pass has cut it into stages, then on every
+  /// stage and optimizer program. The pipeline and memory passes work on
+  /// the program as a whole (passes/pipeline/ProgramPasses.cpp).
+  virtual llvm::Expected<bool> runOnProgram(CompiledPipeline &program);
 };
 
 using PassFactory =

@@ -1,6 +1,8 @@
 //===- PassManager.cpp - Runs a pipeline of passes -------------------------===//
 #include "passes/PassManager.h"
 
+#include "passes/pipeline/ParallelCompile.h"
+
 #include "ir/IRText.h"
 #include "ir/Verifier.h"
 
@@ -123,11 +125,13 @@ llvm::Error PassManager::addPipeline(llvm::StringRef text) {
   return llvm::Error::success();
 }
 
-llvm::Error PassManager::afterPass(const Graph &g, size_t index, bool changed) {
+llvm::Error PassManager::emit(size_t index, bool changed,
+                              llvm::function_ref<void(llvm::raw_ostream &)> print,
+                              llvm::function_ref<llvm::Error()> verify) {
   llvm::StringRef name = index ? passes_[index - 1]->name() : "input";
   if (index && (options_.printIrAfter == "all" || options_.printIrAfter == name)) {
     log_ << "# IR after " << name << (changed ? "" : " (unchanged)") << "\n";
-    printGraph(log_, g);
+    print(log_);
   }
   if (!options_.dumpDir.empty()) {
     llvm::SmallString<128> path(options_.dumpDir);
@@ -136,21 +140,46 @@ llvm::Error PassManager::afterPass(const Graph &g, size_t index, bool changed) {
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (!ec) {
-      printGraph(os, g);
+      print(os);
       os.close();
       ec = os.error();
     }
     if (ec) return err("cannot write '" + path + "' (" + ec.message() + ")");
   }
   if (!options_.verifyEach) return llvm::Error::success();
-  if (auto e = verifyGraph(g)) {
+  if (auto e = verify()) {
     std::string when = index ? "after pass '" + name.str() + "'" : "on the input graph";
     return err("verifier failed " + when + ": " + toString(std::move(e)));
   }
   return llvm::Error::success();
 }
 
-llvm::Expected<bool> PassManager::run(Graph &g) {
+llvm::Error PassManager::afterPass(const Graph &g, size_t index, bool changed) {
+  return emit(
+      index, changed, [&](llvm::raw_ostream &os) { printGraph(os, g); },
+      [&] { return verifyGraph(g); });
+}
+
+llvm::Error PassManager::afterPass(const CompiledPipeline &p, size_t index,
+                                   bool changed) {
+  bool cut = !p.pipeline.stages.empty();
+  return emit(
+      index, changed,
+      [&](llvm::raw_ostream &os) {
+        if (!cut)
+          return printGraph(os, p.micro);
+        printPipelinePlan(os, p.pipeline);
+        for (const RankMemory &m : p.memory.ranks)
+          os << "# memory: pipeline rank " << m.rank << " peak " << m.peak
+             << " bytes (at " << m.peakAt << ")\n";
+      },
+      [&] { return cut ? verifyPipelinePlan(p.pipeline) : verifyGraph(p.micro); });
+}
+
+template <class Unit>
+llvm::Expected<bool>
+PassManager::runOn(Unit &unit,
+                   llvm::function_ref<llvm::Expected<bool>(Pass &)> step) {
   const std::string &only = options_.printIrAfter;
   if (!only.empty() && only != "all" &&
       llvm::none_of(passes_, [&](const auto &p) { return p->name() == only; }))
@@ -159,17 +188,27 @@ llvm::Expected<bool> PassManager::run(Graph &g) {
     if (std::error_code ec = llvm::sys::fs::create_directories(options_.dumpDir))
       return err("cannot create dump directory '" + options_.dumpDir + "' (" +
                  ec.message() + ")");
-  if (auto e = afterPass(g, 0, false)) return e;
+  if (auto e = afterPass(unit, 0, false)) return e;
   bool changedAny = false;
   for (size_t i = 0; i < passes_.size(); ++i) {
-    auto changed = passes_[i]->run(g);
+    auto changed = step(*passes_[i]);
+    if (!changed && !options_.namePassInErrors)
+      return changed.takeError();
     if (!changed)
       return err("pass '" + passes_[i]->name() + "': " +
                  toString(changed.takeError()));
     changedAny |= *changed;
-    if (auto e = afterPass(g, i + 1, *changed)) return e;
+    if (auto e = afterPass(unit, i + 1, *changed)) return e;
   }
   return changedAny;
+}
+
+llvm::Expected<bool> PassManager::run(Graph &g) {
+  return runOn(g, [&](Pass &p) { return p.run(g); });
+}
+
+llvm::Expected<bool> PassManager::run(CompiledPipeline &program) {
+  return runOn(program, [&](Pass &p) { return p.runOnProgram(program); });
 }
 
 } // namespace strata

@@ -22,6 +22,7 @@
 #include "passes/Pass.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace strata {
@@ -48,6 +49,9 @@ struct PassManagerOptions {
   std::string printIrAfter;
   /// If set, write `00-input.ir`, `01-<pass>.ir`, ... into this directory.
   std::string dumpDir;
+  /// Prefix a pass's error with `pass '<name>': ` (off in the compiler
+  /// driver, whose passes' errors speak of the user's configuration).
+  bool namePassInErrors = true;
 };
 
 class PassManager {
@@ -65,9 +69,22 @@ public:
   /// Errors name the pass (`pass 'dce': ...`, `verifier failed after pass
   /// 'dce': ...`).
   llvm::Expected<bool> run(Graph &g);
+  /// Runs every pass on a training program (Pass::runOnProgram): the
+  /// verifier checks the microbatch graph, or once it is cut every stage
+  /// and optimizer program and their messages (verifyPipelinePlan); the IR
+  /// printed or dumped is the program's.
+  llvm::Expected<bool> run(CompiledPipeline &program);
 
 private:
+  template <class Unit>
+  llvm::Expected<bool> runOn(Unit &unit,
+                             llvm::function_ref<llvm::Expected<bool>(Pass &)> step);
+  /// Prints, dumps and verifies `unit` after pass `index` (0: the input).
   llvm::Error afterPass(const Graph &g, size_t index, bool changed);
+  llvm::Error afterPass(const CompiledPipeline &p, size_t index, bool changed);
+  llvm::Error emit(size_t index, bool changed,
+                   llvm::function_ref<void(llvm::raw_ostream &)> print,
+                   llvm::function_ref<llvm::Error()> verify);
 
   PassManagerOptions options_;
   llvm::raw_ostream &log_;

@@ -2,11 +2,11 @@
 //-------===//
 #include "passes/pipeline/ParallelCompile.h"
 
-#include "ir/Verifier.h"
+#include "passes/PassManager.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
-#include "passes/pipeline/Bindings.h"
 #include "passes/pipeline/ModelUnits.h"
+#include "passes/pipeline/ProgramPasses.h"
 #include "passes/spmd/Spmd.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -18,55 +18,48 @@ llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+/// A pass manager that verifies after every pass and reports a pass's error
+/// as it is (they speak of the configuration).
+PassManager compilerPasses() {
+  PassManagerOptions o;
+  o.namePassInErrors = false;
+  return PassManager(std::move(o), llvm::nulls());
+}
+
 /// autodiff, then seeds and spmd when the mesh has more than one device.
 llvm::Expected<Graph> microbatchGraph(const Graph &forward,
                                       const ParallelCompileOptions &o) {
   if (o.sp && o.tp < 2)
     return err("sequence parallelism (--sp) splits the sequence over tp, but "
                "tp is 1 (use --tp 2 or more, or drop --sp)");
+  PassManager pm = compilerPasses();
+  pm.addPass(createAutodiffPass());
+  if (o.tp > 1 || o.dp > 1) {
+    pm.addPass(createMegatronSeedsPass({o.tp, o.dp, o.sp}));
+    pm.addPass(createSpmdPass());
+  }
   Graph g = forward;
-  if (auto e = differentiate(g))
-    return e;
-  if (o.tp == 1 && o.dp == 1)
-    return g;
-  if (auto e = seedMegatron(g, {o.tp, o.dp, o.sp}))
-    return e;
-  auto part = spmd::Partitioner(g, {}).run();
-  if (!part)
-    return part.takeError();
-  return part;
+  if (auto changed = pm.run(g); !changed)
+    return changed.takeError();
+  return g;
 }
 
-struct Attempt {
-  Graph micro;
-  PipelinePlan pipeline;
-  MemoryPlan memory;
-};
-
-llvm::Expected<Attempt> plan(const Graph &micro, RecomputeOptions ro,
-                             const PipelineOptions &po, SavedStateModel model,
-                             bool fusion) {
-  Attempt a{micro, {}, {}};
-  if (auto e = recompute(a.micro, ro))
-    return e;
-  if (auto e = verifyGraph(a.micro))
-    return err("internal: recompute built an invalid graph: " +
-               toString(std::move(e)));
-  auto p = buildPipeline(a.micro, po);
-  if (!p)
-    return p.takeError();
-  a.pipeline = std::move(*p);
-  if (fusion) {
-    for (PipelineStage &s : a.pipeline.stages) {
-      fuseGraph(s.forward);
-      fuseGraph(s.backward);
-    }
-    for (Graph &opt : a.pipeline.optimizers)
-      fuseGraph(opt);
-  }
-  if (auto e = bindPipeline(a.pipeline))
-    return e;
-  a.memory = planMemory(a.pipeline, model);
+/// recompute, pipeline, fusion (optional) and memory on the microbatch
+/// graph `micro`.
+llvm::Expected<CompiledPipeline> plan(const Graph &micro, RecomputeOptions ro,
+                                      const PipelineOptions &po,
+                                      SavedStateModel model, bool fusion) {
+  CompiledPipeline a;
+  a.micro = micro;
+  PassManager pm = compilerPasses();
+  pm.addPass(createRecomputePass(std::move(ro)));
+  pm.addPass(createPipelinePass(po));
+  if (fusion)
+    pm.addPass(createFusionPass());
+  pm.addPass(createMemoryPass(model));
+  if (auto changed = pm.run(a); !changed)
+    return changed.takeError();
+  // The stages were cut from the graph with its recomputation.
   return a;
 }
 } // namespace

@@ -4,13 +4,17 @@
 //              [--dump-dir=DIR] [--no-verify] [--split-input-file] [-o OUT]
 //
 // Reads one graph (or, with --split-input-file, one per `# -----` chunk),
-// runs the pipeline and prints the result. Errors go to stderr as
+// runs the pipeline and prints the result. A pipeline with the `pipeline` or
+// `memory` pass runs on a training program whose microbatch graph is the
+// input (passes/pipeline/ProgramPasses.h) and prints its stage and optimizer
+// programs. Errors go to stderr as
 // `file:line:col: error: ...` (or `file: error: ...` for pass errors) and exit
 // with 1; the output file is only written when every chunk succeeded.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/IRText.h"
 #include "passes/PassManager.h"
+#include "passes/pipeline/ParallelCompile.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -82,9 +86,26 @@ llvm::Expected<std::string> processChunk(llvm::StringRef text,
                                    bufferName + ": error: " + toString(std::move(e)));
   };
   if (auto e = pm.addPipeline(passPipeline)) return fail(std::move(e));
-  auto changed = pm.run(*graph);
+  auto entries = parsePipeline(passPipeline);
+  if (!entries) return fail(entries.takeError());
+  if (llvm::none_of(*entries, [](const PipelineEntry &e) {
+        return e.name == "pipeline" || e.name == "memory";
+      })) {
+    auto changed = pm.run(*graph);
+    if (!changed) return fail(changed.takeError());
+    return graphToString(*graph);
+  }
+  CompiledPipeline program;
+  program.micro = std::move(*graph);
+  auto changed = pm.run(program);
   if (!changed) return fail(changed.takeError());
-  return graphToString(*graph);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (program.pipeline.stages.empty())
+    printGraph(os, program.micro);
+  else
+    printPipelinePlan(os, program.pipeline);
+  return os.str();
 }
 
 } // namespace
