@@ -119,9 +119,9 @@ DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
     return err("WORLD_SIZE=" + llvm::Twine(env.worldSize) + " processes for " +
                os.str() + " of " + llvm::Twine(mesh.numDevices()) +
                " devices (one process per device: the device count must be "
-               "tp*dp; launch " +
+               "tp*dp*pp; launch " +
                llvm::Twine(mesh.numDevices()) +
-               " processes or change --tp/--dp)");
+               " processes or change --tp/--dp/--pp)");
   }
   std::string host = "127.0.0.1";
   if (const char *h = std::getenv("STRATA_GLOO_HOST")) {
