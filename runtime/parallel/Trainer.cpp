@@ -515,9 +515,15 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
         bound[o] = it->second.data();
     }
   }
-  if (auto e =
-          prog.run(ins, bound, r.workspace, outs, group_.context(local, base)))
+  // Enqueued, not waited for: the rank's programs follow each other on its
+  // device's stream (with --trace each is waited for, so its row is the
+  // device's time).
+  if (auto e = prog.enqueue(ins, bound, r.workspace, outs,
+                            group_.context(local, base)))
     return e;
+  if (trace_)
+    if (auto e = r.device->synchronize())
+      return e;
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
       r.messagesHeld += g.type(n.operands[0]).bytes();
@@ -529,9 +535,10 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
                            g.type(g.outputs()[o]).numElements());
   for (const DeviceBuffer &t : stash)
     r.stashHeld -= t.bytes();
+  // The slots are reused by a later F, which the stream runs after this B.
   r.stashPool[in.chunk].push_back(std::move(stash));
   stash.clear();
-  return r.device->synchronize();
+  return llvm::Error::success();
 }
 
 llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
@@ -553,16 +560,24 @@ llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     const std::vector<Instr> &stream = streams[r.pipeRank];
     for (size_t i = 0; i < stream.size(); ++i) {
       llvm::Error e = runInstr(r, l, stream[i], counterBase, stats, eval);
-      // Free the sends the schedule says were received by now.
-      for (int32_t done : completed ? (*completed)[r.pipeRank][i]
-                                    : std::vector<int32_t>{})
+      // Free the sends the schedule says were received by now (the device
+      // has posted them once it reaches this point).
+      llvm::ArrayRef<int32_t> done;
+      if (completed)
+        done = (*completed)[r.pipeRank][i];
+      if (!e && !done.empty())
+        e = r.device->synchronize();
+      for (int32_t d : done)
         if (!e)
-          e = waitForSends(r, **c, stream[done]);
+          e = waitForSends(r, **c, stream[d]);
       if (e)
         return err("pipeline rank " + llvm::Twine(r.pipeRank) + ", " +
                    stream[i].str() + ": " + llvm::toString(std::move(e)));
       r.held();
     }
+    if (auto e = r.device->synchronize())
+      return err("pipeline rank " + llvm::Twine(r.pipeRank) + ": " +
+                 llvm::toString(std::move(e)));
     // Eager sends have reached their peers before the next run reuses a
     // message slot.
     if (auto e = (*c)->waitSends())
