@@ -2,7 +2,6 @@
 #include "runtime/parallel/DeviceGroup.h"
 
 #include "runtime/comm/GlooCommunicator.h"
-#include "runtime/cpu/CpuDevice.h"
 #include "runtime/kernels/Parallel.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -101,7 +100,7 @@ DeviceGroup::inProcess(const Mesh &mesh, const DeviceGroupOptions &options) {
   g->mesh_ = mesh;
   g->rendezvous_ = GlooRendezvous::inProcess(options.timeout);
   for (int64_t r = 0; r < mesh.numDevices(); ++r)
-    g->ranks_.push_back({r, std::make_unique<CpuDevice>(int(r)),
+    g->ranks_.push_back({r, makeDevice(options.backend, r),
                          createGlooCommunicators(mesh, r, g->rendezvous_)});
   shareKernelThreads(mesh.numDevices());
   if (auto e = g->connect())
@@ -139,7 +138,7 @@ DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
   g->mesh_ = mesh;
   g->rendezvous_ = std::move(*rdv);
   g->ranks_.push_back(
-      {env.rank, std::make_unique<CpuDevice>(int(env.rank)),
+      {env.rank, makeDevice(options.backend, env.rank),
        createGlooCommunicators(mesh, env.rank, g->rendezvous_)});
   shareKernelThreads(env.localWorldSize);
   if (auto e = g->connect())

@@ -4,8 +4,9 @@
 // every rank (N virtual CPU devices, each its own stream thread) for an
 // in-process run, or one rank of a multi-process job started the torchrun
 // way (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
-// MASTER_PORT). Each local rank has a CpuDevice and Gloo communicators; the
-// group connects the tp, dp (each mesh axis) and world groups up front.
+// MASTER_PORT). Each local rank has a device made by the backend
+// (Backend.h: CPU devices today) and Gloo communicators; the group connects
+// the tp, dp (each mesh axis) and world groups up front.
 //
 // Kernel threads: every device runs kernels with a team of
 // (STRATA_NUM_THREADS or cores) / (devices on this machine) threads, OpenBLAS
@@ -24,6 +25,7 @@
 #include "runtime/Device.h"
 #include "runtime/HostTensor.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/parallel/Backend.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
@@ -53,6 +55,8 @@ struct DistEnv {
 };
 
 struct DeviceGroupOptions {
+  /// What the ranks' devices and communicators are (Backend.h).
+  Backend backend = Backend::Cpu;
   /// How long a collective or a connection waits for its peers
   /// ($STRATA_COMM_TIMEOUT in seconds, default 300).
   std::chrono::milliseconds timeout = defaultTimeout();

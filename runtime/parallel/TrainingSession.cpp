@@ -22,7 +22,8 @@ llvm::Expected<std::unique_ptr<TrainingSession>>
 TrainingSession::create(const Graph &forward, const Graph &evalForward,
                         const TrainOptions &options,
                         const ParallelConfig &parallel,
-                        const CompiledPipeline *programs) {
+                        const CompiledPipeline *programs,
+                        const DeviceGroupOptions &devices) {
   auto env = DistEnv::fromEnvironment();
   if (!env)
     return env.takeError();
@@ -41,8 +42,9 @@ TrainingSession::create(const Graph &forward, const Graph &evalForward,
   s->config_ = parallel;
   s->fromPlan_ = programs != nullptr;
   Mesh mesh = trainingMesh(parallel);
-  auto group = *env ? DeviceGroup::multiProcess(mesh, **env)
-                    : DeviceGroup::inProcess(mesh);
+  s->backend_ = devices.backend;
+  auto group = *env ? DeviceGroup::multiProcess(mesh, **env, devices)
+                    : DeviceGroup::inProcess(mesh, devices);
   if (!group)
     return fail(group.takeError());
   s->group_ = std::move(*group);
@@ -69,7 +71,9 @@ llvm::Expected<bool> TrainingSession::anyProcess(bool local) {
 std::string TrainingSession::describe() const {
   const ParallelConfig &c = config_;
   int64_t n = c.numDevices();
-  std::string s = std::to_string(n) + (n == 1 ? " CPU device" : " CPU devices");
+  std::string kind = backend_ == Backend::Cpu ? "CPU" : backendName(backend_).str();
+  std::string s =
+      std::to_string(n) + " " + kind + (n == 1 ? " device" : " devices");
   std::string detail;
   if (n > 1 || c.pipelined()) {
     detail = "tp=" + std::to_string(c.tp) + " dp=" + std::to_string(c.dp) +

@@ -1,8 +1,8 @@
 //===- TrainingSession.h - A training job's devices and trainer -----------===//
 //
 // What a training run (runtime/train/TrainingRun) drives: the one Trainer
-// (runtime/parallel/Trainer.h) on a DeviceGroup made by the backend (CPU
-// devices with Gloo communicators): every rank in this process, or one rank
+// (runtime/parallel/Trainer.h) on a DeviceGroup made by a backend
+// (Backend.h: CPU devices with Gloo communicators): every rank in this process, or one rank
 // per process of a job started the torchrun way (DeviceGroup.h). State
 // crosses this interface as logical tensors with the serial names, so
 // checkpoints do not depend on the layout.
@@ -29,7 +29,8 @@ public:
   static llvm::Expected<std::unique_ptr<TrainingSession>>
   create(const Graph &forward, const Graph &evalForward,
          const TrainOptions &options, const ParallelConfig &parallel,
-         const CompiledPipeline *programs = nullptr);
+         const CompiledPipeline *programs = nullptr,
+         const DeviceGroupOptions &devices = {});
 
   llvm::Error initParams() { return trainer_->initParams(); }
   /// One optimizer step; increments step().
@@ -66,6 +67,7 @@ private:
   TrainingSession() = default;
   std::optional<DistEnv> env_;
   ParallelConfig config_;
+  Backend backend_ = Backend::Cpu;
   bool fromPlan_ = false;
   std::unique_ptr<DeviceGroup> group_;
   std::unique_ptr<Trainer> trainer_; // uses group_: declared after

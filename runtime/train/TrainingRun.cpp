@@ -149,9 +149,11 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   evalCfg.dropout = 0;
   TrainOptions trainOpts = trainOptions(tr);
   trainOpts.fusion = opts.fusion;
+  DeviceGroupOptions devices;
+  devices.backend = opts.device;
   auto session = TrainingSession::create(forward, buildModelGraph(evalCfg),
-                                       trainOpts, opts.parallel,
-                                       opts.programs.get());
+                                         trainOpts, opts.parallel,
+                                         opts.programs.get(), devices);
   if (!session) return session.takeError();
   TrainingSession &t = **session;
   if (auto e = t.initParams()) return e;

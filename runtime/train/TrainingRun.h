@@ -20,6 +20,7 @@
 
 #include "passes/pipeline/ParallelCompile.h"
 #include "proto/model_spec.pb.h"
+#include "runtime/parallel/Backend.h"
 #include "runtime/parallel/ParallelConfig.h"
 #include "runtime/train/RunDirectory.h"
 #include "runtime/train/TrainOptions.h"
@@ -47,6 +48,7 @@ struct RunOptions {
   int64_t logEvery = 10;     // steps between progress lines without a bar
   ParallelConfig parallel;   // tp x dp CPU devices (1 x 1: serial)
   bool fusion = false;       // fused kernels (TrainOptions::fusion)
+  Backend device = Backend::Cpu; // what the devices are (runtime/parallel/Backend.h)
   std::string tracePath;      // Chrome trace of the first traceSteps steps
   int64_t traceSteps = 3;
   // A plan file's compiled programs for `parallel`, run instead of compiling

@@ -50,6 +50,8 @@ cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
                      cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> overwrite("overwrite", cl::desc("Replace the previous run in --out (its checkpoint and metrics)"),
                         cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> device("device", cl::desc("What the devices are: cpu (CPU devices, Gloo communicators)"),
+                            cl::init("cpu"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> tracePath("trace", cl::desc("Write a Chrome trace (chrome://tracing, Perfetto) of the first --trace-steps steps: each rank's program runs, collectives and copies"),
                                cl::value_desc("file.json"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<int64_t> traceSteps("trace-steps", cl::desc("Steps the --trace timeline covers"),
@@ -221,6 +223,8 @@ Expected<std::string> dataFile(const LoadedPlan &loaded) {
 
 Expected<RunOptions> buildOptions() {
   if (Error e = checkTrainFlags()) return std::move(e);
+  auto backend = parseBackend(device);
+  if (!backend) return usage("--device: " + toString(backend.takeError()));
   if (traceSteps < 1)
     return usage("--trace-steps must be >= 1, got " + Twine(int64_t(traceSteps)) +
                  " (steps the --trace timeline covers)");
@@ -304,6 +308,7 @@ Expected<RunOptions> buildOptions() {
     return usage("--resume and --overwrite exclude each other (continue the run in --out, or replace it)");
   if (saveEvery < 0) return usage("--save-every must be >= 0, got " + Twine(int64_t(saveEvery)));
   o.tracePath = tracePath;
+  o.device = *backend;
   o.traceSteps = traceSteps;
   o.resume = resume;
   o.overwrite = overwrite;

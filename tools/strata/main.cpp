@@ -12,6 +12,9 @@
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/InitLLVM.h"
+
+#include <csignal>
+#include <system_error>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -188,6 +191,22 @@ std::optional<std::string> parseCommandLine(std::vector<const char *> &args) {
   return clError(text);
 }
 
+/// The verb's exit code once stdout is flushed. A reader that went away
+/// (`strata train ... | head`) is the shell's broken pipe, exit 141, not a
+/// crash: Gloo ignores SIGPIPE, so the write fails with EPIPE instead.
+int closeStdout(int code) {
+  outs().flush();
+  if (!outs().has_error())
+    return code;
+  std::error_code ec = outs().error();
+  outs().clear_error();
+  if (ec == std::errc::broken_pipe)
+    return code ? code : 128 + SIGPIPE;
+  errs() << "strata: error: cannot write the output (" << ec.message()
+         << ")\n";
+  return 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -217,6 +236,6 @@ int main(int argc, char **argv) {
     return reportError(*error);
   for (const Verb &v : registeredVerbs())
     if (*v.command)
-      return v.run();
+      return closeStdout(v.run());
   return reportError("no verb given (`strata help` lists them)");
 }
