@@ -42,14 +42,34 @@ ParamStats countParams(const Graph &g) {
   return s;
 }
 
-double megatronFlopsPerStep(const ModelConfig &c, int64_t batch) {
-  double B = double(batch), s = double(c.seq), l = double(c.layers);
-  double h = double(c.hidden), V = double(c.paddedVocab);
-  return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+namespace {
+/// Forward FLOPs of one block's matmuls per token (without attention's
+/// s² terms), and of attention's scores and values per token.
+struct BlockFlops {
+  double matmuls, attention;
+};
+BlockFlops blockFlopsPerToken(const ModelConfig &c) {
+  double h = double(c.hidden), q = double(c.heads * c.headDim),
+         kv = double(c.kvHeads * c.headDim), f = double(c.ffn);
+  double mlpMatrices = c.isGPT() || c.isFalcon() ? 2 : 3; // Llama: SwiGLU
+  return {2 * (h * q + 2 * h * kv + q * h + mlpMatrices * h * f),
+          4 * double(c.seq) * q};
+}
+} // namespace
+
+double modelFlopsPerStep(const ModelConfig &c, int64_t batch) {
+  BlockFlops b = blockFlopsPerToken(c);
+  double tokens = double(batch) * double(c.seq);
+  double forward = double(c.layers) * (b.matmuls + b.attention) +
+                   2 * double(c.hidden) * double(c.paddedVocab);
+  return 3 * tokens * forward;
 }
 
-double megatronFlopsPerToken(const ModelConfig &c) {
-  return megatronFlopsPerStep(c, 1) / double(c.seq);
+double recomputeFlopsPerStep(const ModelConfig &c, int64_t batch, bool full) {
+  BlockFlops b = blockFlopsPerToken(c);
+  double tokens = double(batch) * double(c.seq);
+  return tokens * double(c.layers) *
+         (full ? b.matmuls + b.attention : b.attention);
 }
 
 } // namespace strata

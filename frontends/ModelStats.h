@@ -3,7 +3,14 @@
 // Parameter counts come from the graph's parameter inputs, grouped by name
 // (docs/models.md): `wte`/`wpe` are the embedding, `layers.<i>.*` layer i
 // (attention, MLP, norms), `ln_f.*` the final norm, `lm_head.*` the untied
-// head. FLOPs follow Megatron-LM (Narayanan et al. 2021, eq. 3).
+// head. FLOPs count every matmul of a training step (forward, and backward
+// at twice the forward) from the model's shapes: for GPT's MLP (F = 4h) and
+// plain multi-head attention the model FLOPs are Korthikanti et al. 2022's
+// 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) — what MFU is defined on — and
+// with full recomputation Megatron-LM's 96·B·s·l·h²·(1 + s/(6h) +
+// V/(16·l·h)) (Narayanan et al. 2021, eq. 3). GQA, SwiGLU (three MLP
+// matrices) and other FFN widths are counted as they are; softmax, norms
+// and elementwise work are not counted, as in those papers.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -36,13 +43,12 @@ struct ParamStats {
 /// Counts the elements of `g`'s parameter inputs, grouped as above.
 ParamStats countParams(const Graph &g);
 
-/// FLOPs of one training step over `batch` sequences, by Megatron-LM's
-/// formula 96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) with V the padded vocab.
-/// It counts the forward pass, the backward pass (2x forward) and the extra
-/// forward of full activation recomputation, for GPT's MLP (F = 4h) and plain
-/// multi-head attention; for other shapes it is the customary estimate.
-double megatronFlopsPerStep(const ModelConfig &c, int64_t batch);
-/// The same per token: megatronFlopsPerStep / (batch · s).
-double megatronFlopsPerToken(const ModelConfig &c);
+/// Model FLOPs of one training step over `batch` sequences: forward and
+/// backward, no recomputation (see the file comment).
+double modelFlopsPerStep(const ModelConfig &c, int64_t batch);
+/// What recomputation adds to a step over `batch` sequences: `full`, the
+/// forward of every block again; otherwise (selective), the attention
+/// scores and their product with the values.
+double recomputeFlopsPerStep(const ModelConfig &c, int64_t batch, bool full);
 
 } // namespace strata

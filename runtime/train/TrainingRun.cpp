@@ -214,7 +214,18 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
 
   const int64_t steps = tr.steps();
   const int64_t tokensPerStep = cfg.microBatch * cfg.seq * tr.grad_accum();
-  const double flopsPerToken = megatronFlopsPerToken(cfg);
+  // Model FLOPs (what MFU is defined on) and hardware FLOPs (with the
+  // plan's recomputation) per token; the progress line shows the first.
+  const double flopsPerToken = modelFlopsPerStep(cfg, 1) / double(cfg.seq);
+  double recomputed = 0;
+  const CompiledPipeline &compiled = t.trainer().compiled();
+  if (opts.parallel.recompute == RecomputeMode::Selective)
+    recomputed = recomputeFlopsPerStep(cfg, 1, /*full=*/false);
+  else if (!compiled.recomputedLayers.empty())
+    recomputed = recomputeFlopsPerStep(cfg, 1, /*full=*/true) *
+                 double(compiled.recomputedLayers.size()) / double(cfg.layers);
+  const double hardwareFlopsPerToken =
+      flopsPerToken + recomputed / double(cfg.seq);
   os << "training " << cfg.name << " (" << cfg.familyName() << ", "
      << countParams(forward).total << " params) on " << opts.dataPath << ": "
      << steps << " steps x " << tokensPerStep << " tokens, vocab "
@@ -268,7 +279,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     double eta = (steps - t.step()) * elapsed / double(t.step() - firstStep);
     metrics.write(llvm::json::Object{{"step", s}, {"loss", stats->loss}, {"lr", stats->lr},
                    {"grad_norm", stats->gradNorm}, {"tokens_per_s", tokS},
-                   {"gflops", tokS * flopsPerToken / 1e9}});
+                   {"gflops", tokS * flopsPerToken / 1e9},
+                   {"hardware_gflops", tokS * hardwareFlopsPerToken / 1e9}});
     char line[200];
     snprintf(line, sizeof line,
              "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f GFLOP/s | ETA %s",

@@ -56,19 +56,40 @@ TEST(ModelStats, GroupedQueryAttentionShrinksKV) {
   EXPECT_EQ(s.layers[0].attention, 2 * 32 * 32 + 2 * 32 * 16);
 }
 
-TEST(ModelStats, MegatronFlopsFormula) {
-  // 96·B·s·l·h²·(1 + s/(6h) + V/(16lh)) for GPT-2 small, B = 8:
-  // 96·8·1024·12·768² · (1 + 1024/4608 + 50304/147456)
+// GPT's model FLOPs are Korthikanti et al.'s 72-coefficient formula, and
+// with full recomputation Megatron-LM's 96 formula (Narayanan et al.), for
+// GPT-2 small at B = 8: 72·B·s·l·h²·(1 + s/(6h) + V/(12lh)).
+TEST(ModelStats, GptFlopsAreMegatronsFormulas) {
   ModelConfig c = resolveModelSpec(loadExample("gpt2_124m"));
-  double expected =
-      96.0 * 8 * 1024 * 12 * 768 * 768 * (1 + 1024.0 / 4608 + 50304.0 / 147456);
-  EXPECT_DOUBLE_EQ(megatronFlopsPerStep(c, 8), expected);
-  EXPECT_DOUBLE_EQ(megatronFlopsPerToken(c), expected / (8 * 1024));
-  // About 6·N per token for the matmuls, 8/6 of that with recompute, plus
-  // attention: between 6N and 10N.
-  double n = 124475904;
-  EXPECT_GT(megatronFlopsPerToken(c), 6 * n);
-  EXPECT_LT(megatronFlopsPerToken(c), 10 * n);
+  double base = 8.0 * 1024 * 12 * 768 * 768;
+  double model = 72 * base * (1 + 1024.0 / 4608 + 50304.0 / 110592);
+  double full = 96 * base * (1 + 1024.0 / 4608 + 50304.0 / 147456);
+  // Sums of different terms in another order: equal to ~1e-15.
+  EXPECT_NEAR(modelFlopsPerStep(c, 8), model, 1e-12 * model);
+  EXPECT_NEAR(modelFlopsPerStep(c, 8) + recomputeFlopsPerStep(c, 8, true), full,
+              1e-12 * full);
+  // Selective recomputation adds the attention scores and values:
+  // 4·B·s²·h per layer.
+  EXPECT_DOUBLE_EQ(recomputeFlopsPerStep(c, 8, false),
+                   4.0 * 8 * 1024 * 1024 * 768 * 12);
+  // About 6·N per token for the matmuls plus attention.
+  double n = 124475904, perToken = modelFlopsPerStep(c, 1) / 1024;
+  EXPECT_GT(perToken, 6 * n);
+  EXPECT_LT(perToken, 8 * n);
+}
+
+// Llama counts what it runs: GQA's narrower k/v and SwiGLU's three MLP
+// matrices. Llama 2 7B: h 4096, 32 heads (= kv heads), F 11008, s 4096,
+// V 32000, 32 layers; forward per token per layer 2·(4h² + 3hF) + 4·s·h.
+TEST(ModelStats, LlamaFlopsCountSwiGluAndKvHeads) {
+  ModelConfig c = resolveModelSpec(loadExample("llama2_7b"));
+  double h = 4096, f = 11008, s = c.seq, v = c.paddedVocab;
+  double forward = 32 * (2 * (4 * h * h + 3 * h * f) + 4 * s * h) + 2 * h * v;
+  EXPECT_NEAR(modelFlopsPerStep(c, 1), 3 * s * forward, 1e-12 * 3 * s * forward);
+  ModelConfig gqa = c;
+  gqa.kvHeads = 8; // k and v shrink by 4: 2·h·(2·h/4) fewer per token
+  EXPECT_NEAR(modelFlopsPerStep(c, 1) - modelFlopsPerStep(gqa, 1),
+              3 * s * 32 * 2 * (2 * h * h - 2 * h * h / 4), 1e3);
 }
 
 } // namespace

@@ -82,8 +82,23 @@ std::string flops(double f) {
 }
 
 /// Sequences per optimizer step on one data-parallel rank.
+/// Sequences per optimizer step: the plan's microbatches (the spec's
+/// gradient accumulation for a spec) of micro_batch sequences each.
 int64_t sequencesPerStep(const LoadedPlan &p) {
-  return p.config.microBatch * p.plan.model().training().grad_accum();
+  int64_t m = p.plan.parallel().microbatches() > 0
+                  ? p.plan.parallel().microbatches()
+                  : p.plan.model().training().grad_accum();
+  return p.config.microBatch * std::max<int64_t>(m, 1);
+}
+
+/// What the plan's recomputation adds to a step of `seqs` sequences.
+double recomputedFlops(const LoadedPlan &p, int64_t seqs) {
+  const pb::ParallelConfig &pc = p.plan.parallel();
+  if (pc.recompute() == "selective")
+    return recomputeFlopsPerStep(p.config, seqs, /*full=*/false);
+  return recomputeFlopsPerStep(p.config, seqs, /*full=*/true) *
+         double(pc.recomputed_layers_size()) /
+         double(std::max<int64_t>(p.config.layers, 1));
 }
 
 struct GraphCounts {
@@ -129,6 +144,26 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
       c.tieEmbeddings ? "tied (logits = x @ wte^T)" : "untied (lm_head.w)");
   if (c.dropout > 0)
     row("dropout", formatv("{0}", c.dropout).str());
+  if (p.plan.pipeline().stages_size() > 0) {
+    // A compiled plan: its layout.
+    const pb::ParallelConfig &pc = p.plan.parallel();
+    int64_t tp = std::max<int64_t>(pc.tp(), 1), dp = std::max<int64_t>(pc.dp(), 1),
+            pp = std::max<int64_t>(pc.pp(), 1);
+    os << "layout\n";
+    row("devices", Twine(tp * dp * pp) + " (tp " + Twine(tp) + " x dp " + Twine(dp) +
+                       " x pp " + Twine(pp) + ")");
+    std::string extras;
+    for (auto [on, what] : {std::pair{pc.sp(), "sequence parallel"},
+                            std::pair{pc.distributed_optimizer(), "distributed optimizer"},
+                            std::pair{pc.fusion(), "fused kernels"}})
+      if (on) extras += (extras.empty() ? "" : ", ") + std::string(what);
+    row("features", extras.empty() ? "none" : extras);
+    row("schedule", (pc.schedule().empty() ? std::string("1f1b") : pc.schedule()) + ", " +
+                        Twine(std::max<int64_t>(pc.microbatches(), 1)) + " microbatches");
+    row("recompute", pc.recompute().empty() ? std::string("none") : pc.recompute());
+    row("tokens/step", Twine(sequencesPerStep(p) * c.seq) + " (" +
+                           Twine(sequencesPerStep(p)) + " sequences of " + Twine(c.seq) + ")");
+  }
 
   os << "parameters\n";
   count("embedding", ps.embedding, c.isGPT() ? "wte, wpe" : "wte");
@@ -156,10 +191,14 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
   count("total", ps.total);
 
   int64_t seqs = sequencesPerStep(p);
-  os << "FLOPs (Megatron-LM formula: forward + backward + recompute)\n";
-  row("per token", flops(megatronFlopsPerToken(c)));
-  row("per step", flops(megatronFlopsPerStep(c, seqs)) + " (" + Twine(seqs) +
-                      " x " + Twine(c.seq) + " tokens)");
+  double model = modelFlopsPerStep(c, seqs),
+         hardware = model + recomputedFlops(p, seqs);
+  os << "FLOPs (matmuls, forward + backward; hardware adds recomputation)\n";
+  row("per token", flops(model / double(seqs * c.seq)) + " model, " +
+                       flops(hardware / double(seqs * c.seq)) + " hardware");
+  row("per step", flops(model) + " model, " + flops(hardware) +
+                      " hardware (" + Twine(seqs) + " x " + Twine(c.seq) +
+                      " tokens)");
   os << "graph\n";
   row("nodes", Twine(gc.nodes));
   row("values", Twine(gc.values) + " (" + Twine(gc.params) + " params, " +
@@ -203,8 +242,10 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
       {"flops",
        json::Object{{"formula", "megatron: 96*B*s*l*h^2*(1 + s/(6h) + "
                                 "V/(16lh)), forward + backward + recompute"},
-                    {"per_token", megatronFlopsPerToken(c)},
-                    {"per_step", megatronFlopsPerStep(c, seqs)},
+                    {"model_per_step", modelFlopsPerStep(c, seqs)},
+                    {"hardware_per_step",
+                     modelFlopsPerStep(c, seqs) + recomputedFlops(p, seqs)},
+                    {"tokens_per_step", seqs * c.seq},
                     {"sequences_per_step", seqs}}},
       {"graph", json::Object{{"nodes", gc.nodes},
                              {"values", gc.values},
