@@ -28,7 +28,7 @@
 #include <vector>
 
 namespace strata {
-class Executable;
+class LogitsModel;
 }
 
 namespace strata::generate {
@@ -117,13 +117,10 @@ public:
 
 private:
   GraphDecoder(const ModelConfig &config, int64_t slots);
-  /// Runs the graph on `slot`'s window; returns its [S, Vp] logits.
+  /// Runs the model on `slot`'s window; returns its [window, Vp] logits.
   llvm::Expected<const float *> run(int64_t slot);
 
-  Graph graph_;
-  std::unique_ptr<Executable> interp_;
-  HostTensor tokens_, labels_;
-  std::vector<const void *> inputs_;
+  std::unique_ptr<LogitsModel> model_;
   std::vector<std::vector<int32_t>> windows_;
 };
 

@@ -1,7 +1,7 @@
 //===- Evaluate.h - Logits and held-out loss of a model ---------*- C++ -*-===//
 //
-// `strata eval`: the forward graph at batch 1 without dropout, with the
-// LM head's logits as its output. A text is scored in windows of seq_len
+// `strata eval`: a LogitsModel (runtime/generate/LogitsModel.h) scores a
+// text in windows of seq_len
 // tokens moved by `stride` (Hugging Face's perplexity recipe): every token
 // after the first is predicted once, from the window that gives it the most
 // context, and the loss is the mean negative log-likelihood over the real
@@ -11,10 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "frontends/ModelSpec.h"
-#include "runtime/Device.h"
-#include "runtime/HostTensor.h"
-#include "runtime/Executable.h"
+#include "runtime/generate/LogitsModel.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -22,30 +19,6 @@
 #include <memory>
 
 namespace strata {
-
-/// A model that maps up to seq_len token ids to logits.
-class LogitsModel {
-public:
-  /// `params` maps every parameter name of `config`'s model to a tensor of
-  /// its type; the error names a missing or mis-typed one.
-  static llvm::Expected<std::unique_ptr<LogitsModel>>
-  create(const ModelConfig &config,
-         const llvm::StringMap<const HostTensor *> &params, Device &device);
-
-  /// Logits [ids.size(), paddedVocab] (row-major, valid until the next call)
-  /// of 1 <= ids.size() <= seq_len ids, each below the vocabulary.
-  llvm::Expected<const float *> run(llvm::ArrayRef<int32_t> ids);
-
-  const ModelConfig &config() const { return c_; }
-
-private:
-  LogitsModel() = default;
-  ModelConfig c_;
-  Graph g_;
-  std::unique_ptr<Executable> interp_;
-  HostTensor tokens_, labels_;
-  std::vector<const void *> ins_;
-};
 
 struct EvalResult {
   int64_t tokens = 0;  // tokens scored
