@@ -29,13 +29,14 @@ using namespace llvm;
 namespace strata {
 namespace {
 
-cl::SubCommand
-    inspectCmd("inspect",
-               "Summarize a plan, a model spec or a checkpoint (params, FLOPs, graph)");
+cl::SubCommand inspectCmd(
+    "inspect",
+    "Summarize a plan, a model spec or a checkpoint (params, FLOPs, graph)");
 
-cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                               cl::desc("<plan file, model spec .textproto or checkpoint>"),
-                               cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<std::string>
+    inputPath(cl::Positional, cl::Required,
+              cl::desc("<plan file, model spec .textproto or checkpoint>"),
+              cl::sub(inspectCmd), cl::cat(strataCategory()));
 cl::opt<bool> printIR("ir", cl::desc("Print the logical graph as IR text"),
                       cl::sub(inspectCmd), cl::cat(strataCategory()));
 cl::opt<bool> printJson("json", cl::desc("Print the summary as JSON"),
@@ -61,9 +62,11 @@ cl::opt<bool> printKernels_(
     cl::desc("List the generated kernels: per target library, and the symbol "
              "of each fused node"),
     cl::sub(inspectCmd), cl::cat(strataCategory()));
-cl::opt<std::string> kernelSource(
-    "kernel-source", cl::desc("Print the generated kernel source (cpp or cuda)"),
-    cl::value_desc("target"), cl::sub(inspectCmd), cl::cat(strataCategory()));
+cl::opt<std::string>
+    kernelSource("kernel-source",
+                 cl::desc("Print the generated kernel source (cpp or cuda)"),
+                 cl::value_desc("target"), cl::sub(inspectCmd),
+                 cl::cat(strataCategory()));
 cl::opt<std::string> scheduleSvg(
     "schedule",
     cl::desc("Print the pipeline schedule and draw its timeline into <file>"),
@@ -127,7 +130,16 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
 
   os << "model "
      << (spec.name().empty() ? c.familyName() : StringRef(spec.name())) << '\n';
-  row("family", c.isGPT() ? "GPT" : c.isFalcon() ? "Falcon" : "Llama");
+  std::string family = c.isGPT() ? "GPT" : c.isFalcon() ? "Falcon" : "Llama";
+  if (c.slidingWindow)
+    family = formatv("Mistral (sliding window {0})", c.slidingWindow);
+  // Factors as JSON prints them (8, 1.5), not formatv's fixed 8.00.
+  if (const RopeScaling &r = c.ropeScaling; r.factor)
+    family += formatv(", llama3 rope scaling (factor {0}, low_freq_factor "
+                      "{1}, high_freq_factor {2}, original {3})",
+                      json::Value(r.factor), json::Value(r.lowFreqFactor),
+                      json::Value(r.highFreqFactor), r.originalMaxPositions);
+  row("family", family);
   row("plan format", Twine(p.plan.format_version()) + " (strata " +
                          p.plan.strata_version() + ")");
   row("hidden", Twine(c.hidden));
@@ -147,22 +159,28 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
   if (p.plan.pipeline().stages_size() > 0) {
     // A compiled plan: its layout.
     const pb::ParallelConfig &pc = p.plan.parallel();
-    int64_t tp = std::max<int64_t>(pc.tp(), 1), dp = std::max<int64_t>(pc.dp(), 1),
+    int64_t tp = std::max<int64_t>(pc.tp(), 1),
+            dp = std::max<int64_t>(pc.dp(), 1),
             pp = std::max<int64_t>(pc.pp(), 1);
     os << "layout\n";
-    row("devices", Twine(tp * dp * pp) + " (tp " + Twine(tp) + " x dp " + Twine(dp) +
-                       " x pp " + Twine(pp) + ")");
+    row("devices", Twine(tp * dp * pp) + " (tp " + Twine(tp) + " x dp " +
+                       Twine(dp) + " x pp " + Twine(pp) + ")");
     std::string extras;
-    for (auto [on, what] : {std::pair{pc.sp(), "sequence parallel"},
-                            std::pair{pc.distributed_optimizer(), "distributed optimizer"},
-                            std::pair{pc.fusion(), "fused kernels"}})
-      if (on) extras += (extras.empty() ? "" : ", ") + std::string(what);
+    for (auto [on, what] :
+         {std::pair{pc.sp(), "sequence parallel"},
+          std::pair{pc.distributed_optimizer(), "distributed optimizer"},
+          std::pair{pc.fusion(), "fused kernels"}})
+      if (on)
+        extras += (extras.empty() ? "" : ", ") + std::string(what);
     row("features", extras.empty() ? "none" : extras);
-    row("schedule", (pc.schedule().empty() ? std::string("1f1b") : pc.schedule()) + ", " +
-                        Twine(std::max<int64_t>(pc.microbatches(), 1)) + " microbatches");
-    row("recompute", pc.recompute().empty() ? std::string("none") : pc.recompute());
+    row("schedule",
+        (pc.schedule().empty() ? std::string("1f1b") : pc.schedule()) + ", " +
+            Twine(std::max<int64_t>(pc.microbatches(), 1)) + " microbatches");
+    row("recompute",
+        pc.recompute().empty() ? std::string("none") : pc.recompute());
     row("tokens/step", Twine(sequencesPerStep(p) * c.seq) + " (" +
-                           Twine(sequencesPerStep(p)) + " sequences of " + Twine(c.seq) + ")");
+                           Twine(sequencesPerStep(p)) + " sequences of " +
+                           Twine(c.seq) + ")");
   }
 
   os << "parameters\n";
@@ -196,9 +214,8 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
   os << "FLOPs (matmuls, forward + backward; hardware adds recomputation)\n";
   row("per token", flops(model / double(seqs * c.seq)) + " model, " +
                        flops(hardware / double(seqs * c.seq)) + " hardware");
-  row("per step", flops(model) + " model, " + flops(hardware) +
-                      " hardware (" + Twine(seqs) + " x " + Twine(c.seq) +
-                      " tokens)");
+  row("per step", flops(model) + " model, " + flops(hardware) + " hardware (" +
+                      Twine(seqs) + " x " + Twine(c.seq) + " tokens)");
   os << "graph\n";
   row("nodes", Twine(gc.nodes));
   row("values", Twine(gc.values) + " (" + Twine(gc.params) + " params, " +
@@ -219,6 +236,17 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
   json::Object out{
       {"name", p.plan.model().name()},
       {"family", c.familyName()},
+      {"sliding_window", c.slidingWindow},
+      {"rope_scaling",
+       c.ropeScaling.factor
+           ? json::Value(json::Object{
+                 {"rope_type", "llama3"},
+                 {"factor", c.ropeScaling.factor},
+                 {"low_freq_factor", c.ropeScaling.lowFreqFactor},
+                 {"high_freq_factor", c.ropeScaling.highFreqFactor},
+                 {"original_max_position_embeddings",
+                  c.ropeScaling.originalMaxPositions}})
+           : json::Value(nullptr)},
       {"format_version", int64_t(p.plan.format_version())},
       {"strata_version", p.plan.strata_version()},
       {"hidden", c.hidden},
@@ -278,17 +306,18 @@ int runInspect() {
   }
   if (isCheckpointFile(inputPath)) {
     if (pipelineView || printIR || printJson || printDot)
-      return reportError(inputPath +
-                         ": a training checkpoint has no graph or compiled step "
-                         "(--ir, --json, --dot and the plan views read a plan "
-                         "or a spec; plain `strata inspect` summarizes a "
-                         "checkpoint)");
+      return reportError(
+          inputPath + ": a training checkpoint has no graph or compiled step "
+                      "(--ir, --json, --dot and the plan views read a plan "
+                      "or a spec; plain `strata inspect` summarizes a "
+                      "checkpoint)");
     if (Error e = printCheckpointSummary(outs(), inputPath))
       return reportError(std::move(e));
     return kExitOk;
   }
-  if (Error e = checkFlags({oneOf(kernelSource, {"cpp", "cuda"},
-                                 "the target whose generated library to print")}))
+  if (Error e =
+          checkFlags({oneOf(kernelSource, {"cpp", "cuda"},
+                            "the target whose generated library to print")}))
     return reportError(std::move(e));
   auto loaded = loadPlanOrSpec(inputPath);
   if (!loaded)
@@ -322,8 +351,7 @@ int runInspect() {
     if (!summary)
       return reportError(summary.takeError());
     outs() << formatv("{0:2}", *summary) << '\n';
-  }
-  else if (printDot)
+  } else if (printDot)
     printGraphDot(outs(), loaded->graph);
   else
     printSummary(outs(), *loaded);
