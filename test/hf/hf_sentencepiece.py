@@ -12,7 +12,8 @@ from the exported tokenizer.model and tokenizer_config.json) must encode a
 Unicode-rich text to the ids SentencePiece gives (plus its BOS), as
 `strata tokenizer encode` does. A BPE model with its own special pieces and
 ids gets a warning that only the slow tokenizer applies, which must still
-encode equally. A byte tokenizer exports with a warning and
+encode equally. A Llama trained by `strata train --tokenizer sp.model`
+exports the same way. A byte tokenizer exports with a warning and
 no tokenizer files; an embedded model that is not base64 or not a
 SentencePiece model is an error naming the checkpoint, with no directory
 left.
@@ -144,6 +145,26 @@ def one_model(strata, out, case, model_type, layout):
     return d("imported", "checkpoint.bin")
 
 
+def trained_case(strata, out):
+    """`strata train --tokenizer sp.model` embeds the model as import does;
+    its export loads in transformers with the same tokenizer."""
+    d = lambda *p: os.path.join(out, "bpe", *p)  # noqa: E731
+    spec = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "examples", "llama_tiny.textproto")
+    run(strata, ["train", spec, "--data", d("corpus.txt"), "--tokenizer", d("sp.model"),
+                 "--steps", "1", "--eval-every", "0", "--sample", "0", "--out", d("run")])
+    run(strata, ["export-hf", d("run", "checkpoint.bin"), "-o", d("run_exported")])
+    with open(d("sp.model"), "rb") as a, open(d("run_exported", "tokenizer.model"), "rb") as b:
+        check(a.read() == b.read(), "trained: tokenizer.model is the --tokenizer file's bytes")
+    sp = spm.SentencePieceProcessor(model_file=d("sp.model"))
+    model = transformers.AutoModelForCausalLM.from_pretrained(d("run_exported"))
+    check(model.config.vocab_size == sp.get_piece_size(),
+          "trained: the exported model's vocab_size is the tokenizer's")
+    tok = transformers.AutoTokenizer.from_pretrained(d("run_exported"))
+    check(tok.encode(PROBE) == [sp.bos_id()] + sp.encode(PROBE),
+          "trained: %s encode == [bos] + sentencepiece" % type(tok).__name__)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strata", required=True)
@@ -159,6 +180,7 @@ def main():
                                        pad_piece="[PAD]", unk_piece="[UNK]",
                                        bos_piece="[BOS]", eos_piece="[EOS]"))):
         ckpt = one_model(a.strata, a.out, case, model_type, layout)
+    trained_case(a.strata, a.out)
 
     # A tokenizer without a Hugging Face form: a warning, no tokenizer files.
     byte = os.path.join(a.out, "byte.bin")
