@@ -26,7 +26,8 @@
 
 namespace {
 
-void encodeText(benchmark::State &state, std::shared_ptr<strata::text::TextTokenizer> tok,
+void encodeText(benchmark::State &state,
+                std::shared_ptr<strata::text::TextTokenizer> tok,
                 std::shared_ptr<std::string> text, bool paragraphs) {
   llvm::SmallVector<llvm::StringRef, 0> pieces;
   if (paragraphs)
@@ -53,8 +54,9 @@ int main(int argc, char **argv) {
   const char *files = std::getenv("STRATA_BENCH_TOKENIZERS");
   const char *textPath = std::getenv("STRATA_BENCH_TEXT");
   if (!files || !textPath) {
-    fprintf(stderr, "tokenizer_bench: error: set STRATA_BENCH_TOKENIZERS (paths, "
-                    "space-separated) and STRATA_BENCH_TEXT (a UTF-8 text)\n");
+    fprintf(stderr,
+            "tokenizer_bench: error: set STRATA_BENCH_TOKENIZERS (paths, "
+            "space-separated) and STRATA_BENCH_TEXT (a UTF-8 text)\n");
     return 1;
   }
   auto buf = llvm::MemoryBuffer::getFile(textPath);
@@ -73,11 +75,11 @@ int main(int argc, char **argv) {
     }
     std::shared_ptr<strata::text::TextTokenizer> shared = std::move(*tok);
     for (bool paragraphs : {false, true})
-      benchmark::RegisterBenchmark(
-          ((paragraphs ? "paragraphs/" : "encode/") + llvm::sys::path::filename(path))
-              .str()
-              .c_str(),
-          encodeText, shared, text, paragraphs)
+      benchmark::RegisterBenchmark(((paragraphs ? "paragraphs/" : "encode/") +
+                                    llvm::sys::path::filename(path))
+                                       .str()
+                                       .c_str(),
+                                   encodeText, shared, text, paragraphs)
           ->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);

@@ -48,7 +48,8 @@ std::string CudaLanguage::loopBegin(llvm::raw_ostream &os,
     return "    ";
   }
   int64_t cols = p.inner(), rows = p.numElements() / cols;
-  os << "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < "
+  os << "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c "
+        "< "
      << cols << ";\n"
      << "       c += (int64_t)blockDim.x * gridDim.x) {\n";
   for (const KernelSum &s : p.sums)
@@ -84,7 +85,8 @@ std::string CudaLanguage::loadIndex(const KernelPlan &p,
 
 std::string CudaLanguage::math(llvm::StringRef fn, DType t) const {
   std::string name = fn.str();
-  if (fn == "kexp" || fn == "ktanh") name = fn.drop_front().str();  // CUDA's own
+  if (fn == "kexp" || fn == "ktanh")
+    name = fn.drop_front().str(); // CUDA's own
   return t == DType::F32 ? name + "f" : name;
 }
 
@@ -158,8 +160,8 @@ std::string CudaLanguage::rowLoopBegin(llvm::raw_ostream &os,
   os << "  if (warp >= " << l.warps << ") return;\n";
   for (const KernelSum &s : p.sums)
     os << "  double acc" << s.store << "[" << lanesPerRow(p) << "];\n"
-       << "  for (int j = 0; j < " << lanesPerRow(p) << "; ++j) acc"
-       << s.store << "[j] = 0.0;\n";
+       << "  for (int j = 0; j < " << lanesPerRow(p) << "; ++j) acc" << s.store
+       << "[j] = 0.0;\n";
   os << "  for (int64_t r = warp * " << perWarp << "; r < (warp + 1) * "
      << perWarp << " && r < " << rows << "; ++r) {\n";
   return "    ";
@@ -187,7 +189,8 @@ void CudaLanguage::rowLoopEnd(llvm::raw_ostream &os,
   for (const KernelSum &s : p.sums)
     os << ", " << valueCType(p, p.stores[s.store]) << " *out" << s.store;
   os << ") {\n"
-     << "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < "
+     << "  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c "
+        "< "
      << C << ";\n"
      << "       c += (int64_t)blockDim.x * gridDim.x) {\n";
   for (size_t s = 0; s < p.sums.size(); ++s) {

@@ -1,4 +1,5 @@
-//===- KernelLibrary.cpp - The generated kernels of a set of programs ------===//
+//===- KernelLibrary.cpp - The generated kernels of a set of programs
+//------===//
 #include "codegen/KernelLibrary.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -6,8 +7,8 @@
 
 namespace strata::codegen {
 
-llvm::Expected<KernelLibrary> renderLibrary(llvm::ArrayRef<TaggedProgram> programs,
-                                            Target target) {
+llvm::Expected<KernelLibrary>
+renderLibrary(llvm::ArrayRef<TaggedProgram> programs, Target target) {
   KernelLibrary lib;
   lib.target = target;
   std::vector<KernelPlan> plans;
@@ -39,7 +40,9 @@ std::string sha256Hex(llvm::StringRef text) {
                      /*LowerCase=*/true);
 }
 
-llvm::StringRef targetName(Target t) { return t == Target::Cpp ? "cpp" : "cuda"; }
+llvm::StringRef targetName(Target t) {
+  return t == Target::Cpp ? "cpp" : "cuda";
+}
 
 llvm::Expected<Target> parseTarget(llvm::StringRef name) {
   if (name == "cpp")

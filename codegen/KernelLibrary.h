@@ -1,4 +1,5 @@
-//===- KernelLibrary.h - The generated kernels of a set of programs --------===//
+//===- KernelLibrary.h - The generated kernels of a set of programs
+//--------===//
 //
 // What a plan file carries so it runs without the compiler: for each target,
 // one translation unit with the kernel of every `fused` node of the plan's
@@ -46,8 +47,8 @@ struct KernelLibrary {
 
 /// Renders every fused node of `programs` for `target`; an error names the
 /// node codegen cannot plan.
-llvm::Expected<KernelLibrary> renderLibrary(llvm::ArrayRef<TaggedProgram> programs,
-                                            Target target);
+llvm::Expected<KernelLibrary>
+renderLibrary(llvm::ArrayRef<TaggedProgram> programs, Target target);
 
 /// Lower-case hex SHA-256 of `text`.
 std::string sha256Hex(llvm::StringRef text);

@@ -123,8 +123,8 @@ llvm::Expected<int32_t> findRowOp(const Graph &body) {
       continue;
     if (row >= 0)
       return err(body, "has two row ops (%" +
-                           body.value(body.node(row).results[0]).name +
-                           ", %" + body.value(body.node(n).results[0]).name +
+                           body.value(body.node(row).results[0]).name + ", %" +
+                           body.value(body.node(n).results[0]).name +
                            "); a kernel takes one");
     row = int32_t(n);
   }
@@ -138,14 +138,14 @@ llvm::Error planRow(KernelPlan &p) {
   const Node &op = body.node(p.row);
   const std::string name = "%" + body.value(op.results[0]).name;
   if (p.anchor >= 0)
-    return err(body, "a matmul anchor and row op " + name +
-                         " cannot share a kernel");
+    return err(body,
+               "a matmul anchor and row op " + name + " cannot share a kernel");
   const TensorType &t = body.type(op.results[0]);
   if (t.rank() < 2 || t.shape.back() > kMaxFusedRow)
     return err(body, "row op " + name + " is " + t.str() +
                          ": a fused row op needs rank >= 2 and rows of at "
-                         "most " + std::to_string(kMaxFusedRow) +
-                         " elements");
+                         "most " +
+                         std::to_string(kMaxFusedRow) + " elements");
   for (ValueId v : op.operands)
     if (!isFloatType(body.type(v).dtype))
       return err(body, "row op " + name + " reads %" + body.value(v).name +
@@ -227,7 +227,8 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
     inputIndex[body.inputs()[i]] = int32_t(i);
   auto load = [&](ValueId v) {
     if (!body.value(v).isInput() ||
-        llvm::any_of(p.loads, [&](const KernelLoad &l) { return l.value == v; }))
+        llvm::any_of(p.loads,
+                     [&](const KernelLoad &l) { return l.value == v; }))
       return;
     p.loads.push_back(
         {v, inputIndex[v], broadcastStrides(body.type(v).shape, p.domain)});

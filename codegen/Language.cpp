@@ -162,7 +162,8 @@ std::string Language::negInfinity(DType t) const {
 }
 
 std::string Language::math(llvm::StringRef fn, DType) const {
-  if (fn == "kexp" || fn == "ktanh") return "strata::kernels::" + fn.str();
+  if (fn == "kexp" || fn == "ktanh")
+    return "strata::kernels::" + fn.str();
   return "std::" + fn.str();
 }
 

@@ -98,7 +98,6 @@ public:
   std::string negInfinity(DType t) const override;
 };
 
-
 /// The C type of body value `v` of plan `p`.
 std::string valueCType(const KernelPlan &p, ValueId v);
 

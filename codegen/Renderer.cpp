@@ -59,7 +59,8 @@ STRATA_FN uint32_t strata_philox(uint64_t index, uint64_t step, uint32_t seed,
 } // namespace
 
 void KernelWriter::header() {
-  size_t rowSums = llvm::count_if(p_.sums, [](const KernelSum &s) { return s.byRowOp; });
+  size_t rowSums =
+      llvm::count_if(p_.sums, [](const KernelSum &s) { return s.byRowOp; });
   os_ << "\n// " << p_.name << ": "
       << g_.nodes().size() - (p_.anchor >= 0) - p_.isRowKernel() -
              (p_.sums.size() - rowSums)
@@ -69,8 +70,7 @@ void KernelWriter::header() {
         << g_.node(p_.row).scope << ")";
   if (p_.sums.size() > rowSums)
     os_ << " and " << p_.sums.size() - rowSums << " column sum(s)";
-  os_ << " over "
-      << dtypeName(g_.type(p_.stores.front()).dtype) << "[";
+  os_ << " over " << dtypeName(g_.type(p_.stores.front()).dtype) << "[";
   for (size_t d = 0; d < p_.domain.size(); ++d)
     os_ << (d ? "," : "") << p_.domain[d];
   os_ << "] as loop [";
@@ -123,8 +123,8 @@ std::string KernelWriter::temp(const std::string &expr) {
 }
 
 std::string KernelWriter::sigmoid(const std::string &x) {
-  std::string e = temp(call("kexp", "(" + x + " >= " + lit(0) + " ? -" + x +
-                                        " : " + x + ")"));
+  std::string e = temp(
+      call("kexp", "(" + x + " >= " + lit(0) + " ? -" + x + " : " + x + ")"));
   return "(" + x + " >= " + lit(0) + " ? " + lit(1) + " / (" + lit(1) + " + " +
          e + ") : " + e + " / (" + lit(1) + " + " + e + "))";
 }
@@ -189,11 +189,11 @@ std::string KernelWriter::rule(const Node &n) {
              lit(kInvSqrt2Pi) + " * " +
              call("exp", lit(-0.5) + " * " + v + " * " + v) + ")";
     std::string c2 = lit(2 * kSqrt2OverPi), k = lit(kGeluCoeff);
-    std::string s = temp(lit(1) + " / (" + lit(1) + " + " +
-                         call("kexp", "-(" + c2 + " * (" + v + " + " + k +
-                                          " * " + v + " * " + v + " * " + v +
-                                          "))") +
-                         ")");
+    std::string s =
+        temp(lit(1) + " / (" + lit(1) + " + " +
+             call("kexp", "-(" + c2 + " * (" + v + " + " + k + " * " + v +
+                              " * " + v + " * " + v + "))") +
+             ")");
     return x + " * (" + s + " + " + v + " * " + s + " * (" + lit(1) + " - " +
            s + ") * " + c2 + " * (" + lit(1) + " + " + lit(3) + " * " + k +
            " * " + v + " * " + v + "))";
@@ -238,7 +238,7 @@ bool KernelWriter::inPass(size_t node, Pass pass) const {
 KernelWriter::Pass KernelWriter::passOf(ValueId v) const {
   int32_t d = g_.value(v).defNode;
   return d >= 0 && d != p_.row && p_.inPrologue[d] ? Pass::Prologue
-                                                    : Pass::Epilogue;
+                                                   : Pass::Epilogue;
 }
 
 std::string KernelWriter::loadExpr(size_t k) const {

@@ -93,15 +93,16 @@ void KernelWriter::rowOp(const std::string &in) {
          ");");
   };
   if (annotate_)
-    os_ << in << "// %" << g_.value(n.results[0]).name << " = "
-        << opName(n.op) << " (" << n.scope << ")\n";
+    os_ << in << "// %" << g_.value(n.results[0]).name << " = " << opName(n.op)
+        << " (" << n.scope << ")\n";
   switch (n.op) {
   case OpKind::Softmax:
     line(T + " m = " + lang_.negInfinity(g_.type(n.results[0]).dtype) + ";");
     loop({"m = " + x[0] + " > m ? " + x[0] + " : m;"}, {"m"}, /*max=*/true);
     line("double sum = 0.0;");
-    loop({"const " + T + " e = " + lang_.math("exp", g_.type(n.results[0]).dtype) +
-              "(" + x[0] + " - m);",
+    loop({"const " + T +
+              " e = " + lang_.math("exp", g_.type(n.results[0]).dtype) + "(" +
+              x[0] + " - m);",
           Y + " = e;", "sum += e;"},
          {"sum"});
     line("const " + T + " inv = (" + T + ")(1.0 / sum);");
@@ -131,8 +132,8 @@ void KernelWriter::rowOp(const std::string &in) {
     // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
     meanRstd(x[1]);
     line("double sumG = 0.0, sumGX = 0.0;");
-    loop({"const double g = (double)" + x[0] + " * " + x[2] + ";",
-          "sumG += g;", "sumGX += g * ((" + x[1] + " - mean) * rstd);"},
+    loop({"const double g = (double)" + x[0] + " * " + x[2] + ";", "sumG += g;",
+          "sumGX += g * ((" + x[1] + " - mean) * rstd);"},
          {"sumG", "sumGX"});
     line("const double meanG = sumG / " + C + ", meanGX = sumGX / " + C + ";");
     loop({"const double xhat = (" + x[1] + " - mean) * rstd;",

@@ -88,7 +88,9 @@ Graph buildGPT(const ModelConfig &c) {
 }
 
 Graph buildModelGraph(const ModelConfig &c) {
-  return c.isGPT() ? buildGPT(c) : c.isFalcon() ? buildFalcon(c) : buildLlama(c);
+  return c.isGPT()      ? buildGPT(c)
+         : c.isFalcon() ? buildFalcon(c)
+                        : buildLlama(c);
 }
 
 } // namespace strata

@@ -67,7 +67,8 @@ ValueId ModelBuilder::dropout(ValueId x) {
 ValueId ModelBuilder::attention(ValueId q, ValueId k, ValueId v) {
   double scale = 1.0 / std::sqrt(double(c_.headDim));
   Attrs attrs{{"causal", true}, {"scale", scale}};
-  if (c_.slidingWindow > 0) attrs.set("window", c_.slidingWindow);
+  if (c_.slidingWindow > 0)
+    attrs.set("window", c_.slidingWindow);
   ValueId a = op(OpKind::Attention, {q, k, v}, std::move(attrs));
   return reshape(a, {c_.microBatch, c_.seq, c_.heads * c_.headDim});
 }

@@ -201,8 +201,8 @@ public:
       return;
     fail(f, field,
          llvm::Twine(field) + " must be " +
-             (std::isfinite(v) ? "" : "finite and ") + constraint +
-             ", got " + fmt(v));
+             (std::isfinite(v) ? "" : "finite and ") + constraint + ", got " +
+             fmt(v));
   }
 
   bool ok() const { return errors_.empty(); }

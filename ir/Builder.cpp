@@ -5,17 +5,19 @@
 
 namespace strata {
 
-llvm::SmallVector<ValueId, 1> Builder::create(OpKind op,
-                                              llvm::ArrayRef<ValueId> operands,
-                                              Attrs attrs,
-                                              llvm::ArrayRef<std::string> names) {
+llvm::SmallVector<ValueId, 1>
+Builder::create(OpKind op, llvm::ArrayRef<ValueId> operands, Attrs attrs,
+                llvm::ArrayRef<std::string> names) {
   llvm::SmallVector<TensorType, 4> types;
-  for (ValueId v : operands) types.push_back(g_.type(v));
-  auto results = inferResultTypes(op, types, attrs, g_.mesh ? &*g_.mesh : nullptr);
+  for (ValueId v : operands)
+    types.push_back(g_.type(v));
+  auto results =
+      inferResultTypes(op, types, attrs, g_.mesh ? &*g_.mesh : nullptr);
   if (!results)
     llvm::report_fatal_error(llvm::Twine("building ") + opName(op) + " in '" +
                              scope_ + "': " + toString(results.takeError()));
-  int32_t n = g_.addNode(op, operands, *results, std::move(attrs), scope_, names);
+  int32_t n =
+      g_.addNode(op, operands, *results, std::move(attrs), scope_, names);
   return g_.node(n).results;
 }
 
@@ -30,8 +32,10 @@ ValueId Builder::create1(OpKind op, llvm::ArrayRef<ValueId> operands,
 
 ValueId Builder::matmul(ValueId a, ValueId b, bool transA, bool transB) {
   Attrs attrs;
-  if (transA) attrs.set("transpose_a", true);
-  if (transB) attrs.set("transpose_b", true);
+  if (transA)
+    attrs.set("transpose_a", true);
+  if (transB)
+    attrs.set("transpose_b", true);
   return create1(OpKind::MatMul, {a, b}, std::move(attrs));
 }
 
@@ -47,7 +51,8 @@ ValueId Builder::scale(ValueId x, double s) {
 ValueId Builder::reduceSum(ValueId x, llvm::ArrayRef<int64_t> axes,
                            bool keepdim) {
   Attrs attrs{{"axes", IntList(axes.begin(), axes.end())}};
-  if (keepdim) attrs.set("keepdim", true);
+  if (keepdim)
+    attrs.set("keepdim", true);
   return create1(OpKind::ReduceSum, {x}, std::move(attrs));
 }
 

@@ -1,4 +1,5 @@
-//===- Graph.cpp - SSA dataflow graph --------------------------------------===//
+//===- Graph.cpp - SSA dataflow graph
+//--------------------------------------===//
 #include "ir/Graph.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -55,18 +56,23 @@ ValueId Graph::lookup(llvm::StringRef name) const {
 std::string Graph::freshName(llvm::StringRef hint) {
   // Names ending in a digit get a '_' so "x" + 1 never collides with "x1".
   std::string base = hint.empty() ? "v" : hint.str();
-  if (lookup(base) == kNoValue && !std::isdigit(base.back())) return base;
-  if (std::isdigit(base.back())) base += '_';
+  if (lookup(base) == kNoValue && !std::isdigit(base.back()))
+    return base;
+  if (std::isdigit(base.back()))
+    base += '_';
   while (true) {
     std::string cand = base + std::to_string(nextFresh_++);
-    if (lookup(cand) == kNoValue) return cand;
+    if (lookup(cand) == kNoValue)
+      return cand;
   }
 }
 
 void Graph::rename(ValueId v, llvm::StringRef newName) {
-  if (values_[v].name == newName) return;
+  if (values_[v].name == newName)
+    return;
   if (!byName_.try_emplace(newName, v).second)
-    llvm::report_fatal_error(llvm::Twine("rename to existing name %") + newName);
+    llvm::report_fatal_error(llvm::Twine("rename to existing name %") +
+                             newName);
   byName_.erase(values_[v].name);
   values_[v].name = newName.str();
 }
@@ -74,7 +80,8 @@ void Graph::rename(ValueId v, llvm::StringRef newName) {
 llvm::SmallVector<ValueId> Graph::params() const {
   llvm::SmallVector<ValueId> ps;
   for (ValueId v : inputs_)
-    if (values_[v].isParam()) ps.push_back(v);
+    if (values_[v].isParam())
+      ps.push_back(v);
   return ps;
 }
 

@@ -31,10 +31,10 @@ using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
 struct Value {
-  std::string name;  // unique in the graph, printed as %name
+  std::string name; // unique in the graph, printed as %name
   TensorType type;
   std::optional<Sharding> sharding;
-  int32_t defNode = -1;  // -1 for a graph input
+  int32_t defNode = -1; // -1 for a graph input
   int32_t resultIndex = 0;
   /// Only on graph inputs: `param` (bool), `init` ("normal"|"zeros"|"ones"),
   /// `std` (float), ... Printed in braces after the type.
@@ -48,7 +48,7 @@ struct Node {
   llvm::SmallVector<ValueId, 4> operands;
   llvm::SmallVector<ValueId, 1> results;
   Attrs attrs;
-  std::string scope;  // provenance, e.g. "layers.3.attn.qkv"; kept by every pass
+  std::string scope; // provenance, e.g. "layers.3.attn.qkv"; kept by every pass
   /// Only on `fused` nodes: the kernel body (inputs = operands, outputs =
   /// results), immutable and shared by copies of the node.
   std::shared_ptr<const Graph> body;

@@ -1,4 +1,5 @@
-//===- IRLexer.h - Tokens of the IR text format ----------------------------===//
+//===- IRLexer.h - Tokens of the IR text format
+//----------------------------===//
 //
 // Splits IR text into tokens for the parser (ir/Parser.cpp). A `#` that is the
 // first thing on its line starts a comment line, which is skipped (lit RUN and
@@ -24,14 +25,24 @@ enum class TokKind {
   Float,     // 1.5, 1e-05, -inf, nan
   String,    // "..." (text is the unescaped contents)
   Comment,   // # trailing comment (text is the trimmed comment)
-  LParen, RParen, LBrace, RBrace, LBracket, RBracket, Less, Greater,
-  Comma, Equal, Colon, Star,
+  LParen,
+  RParen,
+  LBrace,
+  RBrace,
+  LBracket,
+  RBracket,
+  Less,
+  Greater,
+  Comma,
+  Equal,
+  Colon,
+  Star,
 };
 
 struct Token {
   TokKind kind = TokKind::Eof;
-  std::string text;     // see TokKind; the spelling for the other kinds
-  const char *loc = nullptr;  // first character in the buffer
+  std::string text;          // see TokKind; the spelling for the other kinds
+  const char *loc = nullptr; // first character in the buffer
   bool is(TokKind k) const { return kind == k; }
   /// How an error message shows this token: `'matmul'`, `end of file`, ...
   std::string describe() const;

@@ -1,14 +1,16 @@
-//===- IRText.h - IR text printer and parser -------------------------------===//
+//===- IRText.h - IR text printer and parser
+//-------------------------------===//
 //
 // The text form is the source of truth: parse(print(g)) prints to the same
 // text. Grammar (one graph per file, `#` starts the scope comment of a node):
 //
-//   graph @name mesh<dp=2,tp=2>(%x: f32[8,64,128] {param, shard=[dp,_,_]}, ...) {
-//   (after the spmd pass: `graph @name mesh<dp=2,tp=2> partitioned(...)`, types local)
-//     %h = matmul(%x, %w1) {transpose_b=true} : f32[8,64,512] {shard=[_,_,tp]}  # layers.0.mlp.fc1
-//     %dx, %dw = rms_norm_grad(%dy, %x, %w) {eps=1e-05} : f32[..], f32[..]  # layers.0.ln1
-//     send(%h) {peer=1}
-//     %t, %g = fused(%h, %b) {kernel="fused0"} : f32[..], f32[..] {  # layers.0.mlp
+//   graph @name mesh<dp=2,tp=2>(%x: f32[8,64,128] {param, shard=[dp,_,_]}, ...)
+//   { (after the spmd pass: `graph @name mesh<dp=2,tp=2> partitioned(...)`,
+//   types local)
+//     %h = matmul(%x, %w1) {transpose_b=true} : f32[8,64,512] {shard=[_,_,tp]}
+//     # layers.0.mlp.fc1 %dx, %dw = rms_norm_grad(%dy, %x, %w) {eps=1e-05} :
+//     f32[..], f32[..]  # layers.0.ln1 send(%h) {peer=1} %t, %g = fused(%h, %b)
+//     {kernel="fused0"} : f32[..], f32[..] {  # layers.0.mlp
 //       %t = add(%h, %b) : f32[..]  # layers.0.mlp.fc1
 //       %g = gelu(%t) {approx="tanh"} : f32[..]  # layers.0.mlp.act
 //       return %t, %g

@@ -1,4 +1,5 @@
-//===- Op.cpp - The op table and shape inference ---------------------------===//
+//===- Op.cpp - The op table and shape inference
+//---------------------------===//
 //
 // One switch per table column; every switch covers every op (the compiler
 // warns on a missing case since none has a default).
@@ -32,11 +33,13 @@ int opNumResults(OpKind k) { return kOpInfo[int(k)].numResults; }
 std::optional<OpKind> parseOpName(llvm::StringRef name) {
   static const llvm::StringMap<OpKind> table = [] {
     llvm::StringMap<OpKind> m;
-    for (int i = 0; i < kNumOps; ++i) m[kOpInfo[i].name] = OpKind(i);
+    for (int i = 0; i < kNumOps; ++i)
+      m[kOpInfo[i].name] = OpKind(i);
     return m;
   }();
   auto it = table.find(name);
-  if (it == table.end()) return std::nullopt;
+  if (it == table.end())
+    return std::nullopt;
   return it->second;
 }
 
@@ -74,7 +77,8 @@ std::optional<Shape> broadcastShapes(llvm::ArrayRef<int64_t> a,
   for (size_t i = 0; i < r; ++i) {
     int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
     int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -96,7 +100,8 @@ std::string shapeStr(llvm::ArrayRef<int64_t> s) {
 
 // Normalizes a possibly negative axis; -1 if out of range.
 int64_t normAxis(int64_t axis, int64_t rank) {
-  if (axis < 0) axis += rank;
+  if (axis < 0)
+    axis += rank;
   return axis >= 0 && axis < rank ? axis : -1;
 }
 
@@ -111,8 +116,10 @@ llvm::Error sameType(const TensorType &a, const TensorType &b,
 // Product of the sizes of the mesh axes named by attribute "axes".
 llvm::Expected<int64_t> groupSize(const Attrs &attrs, const Mesh *mesh) {
   StrList axes = attrs.getStrings("axes");
-  if (axes.empty()) return err("collective needs a non-empty 'axes' attribute");
-  if (!mesh) return err("collective over axes needs a graph mesh");
+  if (axes.empty())
+    return err("collective needs a non-empty 'axes' attribute");
+  if (!mesh)
+    return err("collective over axes needs a graph mesh");
   int64_t n = 1;
   for (const std::string &a : axes) {
     if (mesh->axisIndex(a) < 0)
@@ -126,65 +133,93 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
                                 const Attrs &attrs, const Mesh *mesh) {
   auto firstType = [&]() -> Types { return {in[0]}; };
   switch (k) {
-  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
-  case OpKind::Relu: case OpKind::Gelu: case OpKind::Silu:
-  case OpKind::Square: case OpKind::Scale:
-    if (!isFloat(in[0].dtype)) return err("operand must be a float tensor");
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Square:
+  case OpKind::Scale:
+    if (!isFloat(in[0].dtype))
+      return err("operand must be a float tensor");
     return firstType();
   case OpKind::Cast: {
     auto dt = parseDType(attrs.getString("dtype"));
-    if (!dt) return err("cast needs a valid 'dtype' attribute");
+    if (!dt)
+      return err("cast needs a valid 'dtype' attribute");
     return Types{TensorType{*dt, in[0].shape}};
   }
-  case OpKind::GeluGrad: case OpKind::SiluGrad: case OpKind::ReluGrad:
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
   case OpKind::SoftmaxGrad:
-    if (auto e = sameType(in[0], in[1], "dy and x")) return e;
+    if (auto e = sameType(in[0], in[1], "dy and x"))
+      return e;
     return firstType();
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Maximum: case OpKind::Minimum: {
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Maximum:
+  case OpKind::Minimum: {
     if (in[0].dtype != in[1].dtype)
-      return err("operand dtypes differ: " + in[0].str() + " and " + in[1].str());
+      return err("operand dtypes differ: " + in[0].str() + " and " +
+                 in[1].str());
     auto s = broadcastShapes(in[0].shape, in[1].shape);
     if (!s)
       return err("shapes " + shapeStr(in[0].shape) + " and " +
                  shapeStr(in[1].shape) + " do not broadcast");
     return Types{TensorType{in[0].dtype, *s}};
   }
-  case OpKind::Fill: case OpKind::Iota: {
-    auto dt = parseDType(attrs.getString(
-        "dtype", k == OpKind::Iota ? "i32" : "f32"));
-    if (!dt) return err("invalid 'dtype' attribute");
+  case OpKind::Fill:
+  case OpKind::Iota: {
+    auto dt =
+        parseDType(attrs.getString("dtype", k == OpKind::Iota ? "i32" : "f32"));
+    if (!dt)
+      return err("invalid 'dtype' attribute");
     IntList shape = attrs.getInts("shape");
     for (int64_t d : shape)
-      if (d <= 0) return err("shape dims must be positive");
+      if (d <= 0)
+        return err("shape dims must be positive");
     if (k == OpKind::Iota &&
         normAxis(attrs.getInt("dim"), int64_t(shape.size())) < 0)
       return err("iota 'dim' out of range");
     return Types{TensorType{*dt, Shape(shape.begin(), shape.end())}};
   }
-  case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean: {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMean: {
     int64_t r = in[0].rank();
     IntList axes = attrs.getInts("axes");
     llvm::SmallVector<bool, 8> reduced(r, axes.empty());
     for (int64_t a : axes) {
       int64_t n = normAxis(a, r);
-      if (n < 0) return err("reduction axis " + std::to_string(a) +
-                            " out of range for rank " + std::to_string(r));
+      if (n < 0)
+        return err("reduction axis " + std::to_string(a) +
+                   " out of range for rank " + std::to_string(r));
       reduced[n] = true;
     }
     bool keep = attrs.getBool("keepdim");
     Shape out;
     for (int64_t i = 0; i < r; ++i) {
-      if (!reduced[i]) out.push_back(in[0].shape[i]);
-      else if (keep) out.push_back(1);
+      if (!reduced[i])
+        out.push_back(in[0].shape[i]);
+      else if (keep)
+        out.push_back(1);
     }
     return Types{TensorType{in[0].dtype, out}};
   }
   case OpKind::MatMul: {
     const TensorType &a = in[0], &b = in[1];
-    if (a.rank() < 2 || b.rank() < 2) return err("matmul operands need rank >= 2");
-    if (a.dtype != b.dtype) return err("matmul operand dtypes differ");
+    if (a.rank() < 2 || b.rank() < 2)
+      return err("matmul operands need rank >= 2");
+    if (a.dtype != b.dtype)
+      return err("matmul operand dtypes differ");
     bool ta = attrs.getBool("transpose_a"), tb = attrs.getBool("transpose_b");
     int64_t m = a.shape[a.rank() - (ta ? 1 : 2)];
     int64_t ka = a.shape[a.rank() - (ta ? 2 : 1)];
@@ -235,7 +270,8 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
   case OpKind::Slice: {
     int64_t d = normAxis(attrs.getInt("dim"), in[0].rank());
     int64_t start = attrs.getInt("start"), size = attrs.getInt("size");
-    if (d < 0) return err("slice 'dim' out of range");
+    if (d < 0)
+      return err("slice 'dim' out of range");
     if (start < 0 || size <= 0 || start + size > in[0].shape[d])
       return err("slice [" + std::to_string(start) + ", " +
                  std::to_string(start + size) + ") out of bounds of dim size " +
@@ -245,9 +281,11 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     return Types{t};
   }
   case OpKind::Concat: {
-    if (in.empty()) return err("concat needs at least one operand");
+    if (in.empty())
+      return err("concat needs at least one operand");
     int64_t d = normAxis(attrs.getInt("dim"), in[0].rank());
-    if (d < 0) return err("concat 'dim' out of range");
+    if (d < 0)
+      return err("concat 'dim' out of range");
     TensorType t = in[0];
     for (size_t i = 1; i < in.size(); ++i) {
       if (in[i].dtype != t.dtype || in[i].rank() != t.rank())
@@ -260,7 +298,8 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     return Types{t};
   }
   case OpKind::Gather: {
-    if (in[0].rank() != 2) return err("gather table must be rank 2 [V,H]");
+    if (in[0].rank() != 2)
+      return err("gather table must be rank 2 [V,H]");
     if (in[1].dtype != DType::I32 && in[1].dtype != DType::I64)
       return err("gather ids must be i32 or i64");
     Shape out = in[1].shape;
@@ -271,35 +310,46 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     if (in[1].dtype != DType::I32 && in[1].dtype != DType::I64)
       return err("scatter_add ids must be i32 or i64");
     if (in[0].rank() != in[1].rank() + 1 ||
-        !llvm::equal(llvm::ArrayRef<int64_t>(in[0].shape).drop_back(), in[1].shape))
+        !llvm::equal(llvm::ArrayRef<int64_t>(in[0].shape).drop_back(),
+                     in[1].shape))
       return err("scatter_add dy " + in[0].str() + " does not match ids " +
                  in[1].str());
     int64_t rows = attrs.getInt("rows");
-    if (rows <= 0) return err("scatter_add needs a positive 'rows'");
+    if (rows <= 0)
+      return err("scatter_add needs a positive 'rows'");
     return Types{TensorType{in[0].dtype, {rows, in[0].shape.back()}}};
   }
-  case OpKind::LayerNorm: case OpKind::RmsNorm: {
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm: {
     int64_t c = in[0].rank() ? in[0].shape.back() : 0;
     for (size_t i = 1; i < in.size(); ++i)
-      if (in[i].rank() != 1 || in[i].shape[0] != c || in[i].dtype != in[0].dtype)
-        return err("norm weight/bias must be " + std::string(dtypeName(in[0].dtype)) +
-                   "[" + std::to_string(c) + "], got " + in[i].str());
+      if (in[i].rank() != 1 || in[i].shape[0] != c ||
+          in[i].dtype != in[0].dtype)
+        return err("norm weight/bias must be " +
+                   std::string(dtypeName(in[0].dtype)) + "[" +
+                   std::to_string(c) + "], got " + in[i].str());
     return firstType();
   }
-  case OpKind::LayerNormGrad: case OpKind::RmsNormGrad: {
-    if (auto e = sameType(in[0], in[1], "dy and x")) return e;
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNormGrad: {
+    if (auto e = sameType(in[0], in[1], "dy and x"))
+      return e;
     Types out{in[1]};
-    for (size_t i = 2; i < in.size(); ++i) out.push_back(in[i]);
+    for (size_t i = 2; i < in.size(); ++i)
+      out.push_back(in[i]);
     return out;
   }
   case OpKind::Softmax:
-    if (in[0].rank() < 1) return err("softmax needs rank >= 1");
+    if (in[0].rank() < 1)
+      return err("softmax needs rank >= 1");
     return firstType();
-  case OpKind::Attention: case OpKind::AttentionGrad: {
+  case OpKind::Attention:
+  case OpKind::AttentionGrad: {
     size_t o = k == OpKind::AttentionGrad ? 1 : 0;
     const TensorType &q = in[o], &kk = in[o + 1], &v = in[o + 2];
     if (q.rank() != 4 || kk.rank() != 4 || v != kk)
-      return err("attention wants q[B,S,Hq,D], k and v [B,S,Hkv,D] of one type");
+      return err(
+          "attention wants q[B,S,Hq,D], k and v [B,S,Hkv,D] of one type");
     if (q.shape[0] != kk.shape[0] || q.shape[3] != kk.shape[3])
       return err("q " + q.str() + " and k " + kk.str() + " differ in B or D");
     if (q.shape[2] % kk.shape[2] != 0)
@@ -307,9 +357,11 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
                  " not a multiple of kv heads " + std::to_string(kk.shape[2]));
     if (q.shape[1] != kk.shape[1])
       return err("self-attention needs equal q and kv lengths, got " +
-                 std::to_string(q.shape[1]) + " and " + std::to_string(kk.shape[1]));
+                 std::to_string(q.shape[1]) + " and " +
+                 std::to_string(kk.shape[1]));
     if (o) {
-      if (auto e = sameType(in[0], q, "dout and q")) return e;
+      if (auto e = sameType(in[0], q, "dout and q"))
+        return e;
       return Types{q, kk, v};
     }
     return Types{q};
@@ -324,9 +376,10 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     for (const char *a : {"factor", "low_freq_factor", "high_freq_factor",
                           "original_max_positions"})
       if (attrs.has(a) != scaled)
-        return err(llvm::Twine("rope '") + a + "' " +
-                   (scaled ? "is required by scaling=\"llama3\""
-                           : "is a scaling attribute: it needs scaling=\"llama3\""));
+        return err(
+            llvm::Twine("rope '") + a + "' " +
+            (scaled ? "is required by scaling=\"llama3\""
+                    : "is a scaling attribute: it needs scaling=\"llama3\""));
     if (scaled && !(attrs.getFloat("factor") > 0 &&
                     attrs.getFloat("low_freq_factor") > 0 &&
                     attrs.getFloat("high_freq_factor") >
@@ -336,42 +389,53 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
                  "low_freq_factor > 0 and original_max_positions > 0");
     return firstType();
   }
-  case OpKind::Dropout: case OpKind::DropoutGrad: {
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad: {
     double p = attrs.getFloat("p");
-    if (p < 0 || p >= 1) return err("dropout 'p' must be in [0, 1)");
+    if (p < 0 || p >= 1)
+      return err("dropout 'p' must be in [0, 1)");
     return firstType();
   }
-  case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad: {
+  case OpKind::CrossEntropy:
+  case OpKind::CrossEntropyGrad: {
     size_t o = k == OpKind::CrossEntropyGrad ? 1 : 0;
     const TensorType &logits = in[o], &labels = in[o + 1];
     if (labels.dtype != DType::I32 && labels.dtype != DType::I64)
       return err("labels must be i32 or i64");
     if (logits.rank() != labels.rank() + 1 ||
-        !llvm::equal(llvm::ArrayRef<int64_t>(logits.shape).drop_back(), labels.shape))
+        !llvm::equal(llvm::ArrayRef<int64_t>(logits.shape).drop_back(),
+                     labels.shape))
       return err("logits " + logits.str() + " do not match labels " +
                  labels.str());
     if (o) {
-      if (in[0].rank() != 0) return err("dloss must be a scalar");
+      if (in[0].rank() != 0)
+        return err("dloss must be a scalar");
       return Types{logits};
     }
     return Types{TensorType{logits.dtype, {}}};
   }
   case OpKind::AdamWUpdate:
     for (int i = 1; i < 4; ++i)
-      if (auto e = sameType(in[0], in[i], "p, g, m and v")) return e;
+      if (auto e = sameType(in[0], in[i], "p, g, m and v"))
+        return e;
     if (in[4].rank() != 0 || in[5].rank() != 0)
       return err("lr and step must be scalars");
     return Types{in[0], in[2], in[3]};
-  case OpKind::AllReduce: case OpKind::BroadcastFrom: {
+  case OpKind::AllReduce:
+  case OpKind::BroadcastFrom: {
     auto n = groupSize(attrs, mesh);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     return firstType();
   }
-  case OpKind::AllGather: case OpKind::ReduceScatter: {
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter: {
     auto n = groupSize(attrs, mesh);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     int64_t d = normAxis(attrs.getInt("dim"), in[0].rank());
-    if (d < 0) return err("'dim' out of range");
+    if (d < 0)
+      return err("'dim' out of range");
     TensorType t = in[0];
     if (k == OpKind::AllGather) {
       t.shape[d] *= *n;
@@ -385,21 +449,26 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
   }
   case OpKind::AllToAll: {
     auto n = groupSize(attrs, mesh);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     int64_t s = normAxis(attrs.getInt("split_dim"), in[0].rank());
     int64_t c = normAxis(attrs.getInt("concat_dim"), in[0].rank());
-    if (s < 0 || c < 0) return err("split/concat dim out of range");
+    if (s < 0 || c < 0)
+      return err("split/concat dim out of range");
     TensorType t = in[0];
-    if (t.shape[s] % *n) return err("split dim not divisible by group size");
+    if (t.shape[s] % *n)
+      return err("split dim not divisible by group size");
     t.shape[s] /= *n;
     t.shape[c] *= *n;
     return Types{t};
   }
   case OpKind::ShardSlice: {
     auto n = groupSize(attrs, mesh);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     int64_t d = normAxis(attrs.getInt("dim"), in[0].rank());
-    if (d < 0) return err("'dim' out of range");
+    if (d < 0)
+      return err("'dim' out of range");
     TensorType t = in[0];
     if (t.shape[d] % *n)
       return err("dim size " + std::to_string(t.shape[d]) +
@@ -409,11 +478,13 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
   }
   case OpKind::PickLabel: {
     const TensorType &x = in[0], &labels = in[1];
-    if (!isFloat(x.dtype)) return err("pick_label x must be a float tensor");
+    if (!isFloat(x.dtype))
+      return err("pick_label x must be a float tensor");
     if (labels.dtype != DType::I32 && labels.dtype != DType::I64)
       return err("labels must be i32 or i64");
     if (x.rank() != labels.rank() + 1 ||
-        !llvm::equal(llvm::ArrayRef<int64_t>(x.shape).drop_back(), labels.shape))
+        !llvm::equal(llvm::ArrayRef<int64_t>(x.shape).drop_back(),
+                     labels.shape))
       return err("x " + x.str() + " does not match labels " + labels.str());
     return Types{TensorType{x.dtype, labels.shape}};
   }
@@ -421,9 +492,11 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     if (in[0].dtype != DType::I32 && in[0].dtype != DType::I64)
       return err("labels must be i32 or i64");
     auto dt = parseDType(attrs.getString("dtype", "f32"));
-    if (!dt || !isFloat(*dt)) return err("one_hot needs a float 'dtype'");
+    if (!dt || !isFloat(*dt))
+      return err("one_hot needs a float 'dtype'");
     int64_t classes = attrs.getInt("classes");
-    if (classes <= 0) return err("one_hot needs a positive 'classes'");
+    if (classes <= 0)
+      return err("one_hot needs a positive 'classes'");
     Shape out = in[0].shape;
     out.push_back(classes);
     return Types{TensorType{*dt, out}};
@@ -434,7 +507,8 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     return err("fused result types come from its body (verifyFusedNode)");
   case OpKind::Recv: {
     auto dt = parseDType(attrs.getString("dtype", "f32"));
-    if (!dt) return err("invalid 'dtype' attribute");
+    if (!dt)
+      return err("invalid 'dtype' attribute");
     IntList shape = attrs.getInts("shape");
     return Types{TensorType{*dt, Shape(shape.begin(), shape.end())}};
   }

@@ -1,4 +1,5 @@
-//===- Parser.cpp - IR text parser -----------------------------------------===//
+//===- Parser.cpp - IR text parser
+//-----------------------------------------===//
 //
 // A recursive-descent parser for the grammar in ir/IRText.h. It stops at the
 // first error. Syntax errors read `expected X (got Y)`; semantic errors name
@@ -32,7 +33,8 @@ public:
 private:
   void consume() { tok_ = lex_.next(); }
   bool consumeIf(TokKind k) {
-    if (!tok_.is(k)) return false;
+    if (!tok_.is(k))
+      return false;
     consume();
     return true;
   }
@@ -81,7 +83,7 @@ private:
   Lexer lex_;
   Token tok_;
   Graph g_;
-  llvm::StringMap<const char *> defLoc_;  // value name -> where defined
+  llvm::StringMap<const char *> defLoc_; // value name -> where defined
 };
 
 std::pair<unsigned, unsigned> lineCol(llvm::StringRef text, const char *loc) {
@@ -101,17 +103,21 @@ llvm::Error Parser::errorAt(const char *loc, const llvm::Twine &msg) const {
 }
 
 llvm::Error Parser::expected(const llvm::Twine &what) const {
-  if (tok_.is(TokKind::Error)) return errorAt(tok_.loc, tok_.text);
-  return errorAt(tok_.loc, "expected " + what + " (got " + tok_.describe() + ")");
+  if (tok_.is(TokKind::Error))
+    return errorAt(tok_.loc, tok_.text);
+  return errorAt(tok_.loc,
+                 "expected " + what + " (got " + tok_.describe() + ")");
 }
 
 llvm::Error Parser::expect(TokKind k, llvm::StringRef spelling) {
-  if (consumeIf(k)) return llvm::Error::success();
+  if (consumeIf(k))
+    return llvm::Error::success();
   return expected("'" + spelling + "'");
 }
 
 llvm::Expected<Token> Parser::expectToken(TokKind k, const llvm::Twine &what) {
-  if (!tok_.is(k)) return expected(what);
+  if (!tok_.is(k))
+    return expected(what);
   Token t = tok_;
   consume();
   return t;
@@ -126,11 +132,12 @@ llvm::Expected<int64_t> Parser::parseInt(const Token &t) const {
 
 llvm::Error Parser::defineName(const Token &name, llvm::StringRef owner) {
   auto [it, inserted] = defLoc_.try_emplace(name.text, name.loc);
-  if (inserted) return llvm::Error::success();
+  if (inserted)
+    return llvm::Error::success();
   auto [line, col] = lineCol(text_, it->second);
   return errorAt(name.loc, owner + ": redefinition of %" + name.text +
-                               " (first defined at " + llvm::Twine(line) +
-                               ":" + llvm::Twine(col) + ")");
+                               " (first defined at " + llvm::Twine(line) + ":" +
+                               llvm::Twine(col) + ")");
 }
 
 llvm::Expected<ValueId> Parser::useName(const Token &name,
@@ -142,75 +149,95 @@ llvm::Expected<ValueId> Parser::useName(const Token &name,
 }
 
 llvm::Error Parser::parseMesh() {
-  consume();  // mesh
-  if (auto e = expect(TokKind::Less, "<")) return e;
+  consume(); // mesh
+  if (auto e = expect(TokKind::Less, "<"))
+    return e;
   Mesh m;
   do {
     auto name = expectToken(TokKind::Ident, "mesh axis name");
-    if (!name) return name.takeError();
+    if (!name)
+      return name.takeError();
     if (m.axisIndex(name->text) >= 0)
       return errorAt(name->loc, "mesh axis '" + name->text + "' appears twice");
-    if (auto e = expect(TokKind::Equal, "=")) return e;
+    if (auto e = expect(TokKind::Equal, "="))
+      return e;
     auto size = expectToken(TokKind::Int, "mesh axis size");
-    if (!size) return size.takeError();
+    if (!size)
+      return size.takeError();
     auto n = parseInt(*size);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     if (*n < 1)
       return errorAt(size->loc, "mesh axis '" + name->text +
-                                    "' must have size >= 1 (got " +
-                                    size->text + ")");
+                                    "' must have size >= 1 (got " + size->text +
+                                    ")");
     m.axes.push_back({name->text, *n});
   } while (consumeIf(TokKind::Comma));
-  if (auto e = expect(TokKind::Greater, ">")) return e;
+  if (auto e = expect(TokKind::Greater, ">"))
+    return e;
   g_.mesh = std::move(m);
   return llvm::Error::success();
 }
 
 llvm::Error Parser::parseHeader() {
-  if (!atIdent("graph")) return expected("'graph'");
+  if (!atIdent("graph"))
+    return expected("'graph'");
   consume();
   auto name = expectToken(TokKind::GraphName, "graph name '@name'");
-  if (!name) return name.takeError();
+  if (!name)
+    return name.takeError();
   g_.name = name->text;
   if (atIdent("mesh"))
-    if (auto e = parseMesh()) return e;
+    if (auto e = parseMesh())
+      return e;
   if (atIdent("partitioned")) {
     consume();
     g_.partitioned = true;
   }
-  if (auto e = expect(TokKind::LParen, "(")) return e;
+  if (auto e = expect(TokKind::LParen, "("))
+    return e;
   if (!tok_.is(TokKind::RParen)) {
     do {
-      if (auto e = parseInput()) return e;
+      if (auto e = parseInput())
+        return e;
     } while (consumeIf(TokKind::Comma));
   }
-  if (auto e = expect(TokKind::RParen, ")")) return e;
+  if (auto e = expect(TokKind::RParen, ")"))
+    return e;
   return expect(TokKind::LBrace, "{");
 }
 
 llvm::Expected<TensorType> Parser::parseType(llvm::StringRef owner) {
-  if (!tok_.is(TokKind::Ident)) return expected("a tensor type like f32[8,64]");
+  if (!tok_.is(TokKind::Ident))
+    return expected("a tensor type like f32[8,64]");
   TensorType t;
   const char *typeLoc = tok_.loc;
   auto dt = parseDType(tok_.text);
   if (!dt)
-    return errorAt(tok_.loc, owner + ": unknown dtype '" + tok_.text +
-                                 "' (expected f32, bf16, f16, f64, i32, i64 or i1)");
+    return errorAt(tok_.loc,
+                   owner + ": unknown dtype '" + tok_.text +
+                       "' (expected f32, bf16, f16, f64, i32, i64 or i1)");
   t.dtype = *dt;
   consume();
-  if (auto e = expect(TokKind::LBracket, "[")) return e;
-  if (consumeIf(TokKind::RBracket)) return t;
+  if (auto e = expect(TokKind::LBracket, "["))
+    return e;
+  if (consumeIf(TokKind::RBracket))
+    return t;
   do {
     auto dim = expectToken(TokKind::Int, "dimension size");
-    if (!dim) return dim.takeError();
+    if (!dim)
+      return dim.takeError();
     auto n = parseInt(*dim);
-    if (!n) return n.takeError();
+    if (!n)
+      return n.takeError();
     if (*n < 1)
-      return errorAt(dim->loc, owner + ": dimension sizes must be positive (got " +
+      return errorAt(dim->loc, owner +
+                                   ": dimension sizes must be positive (got " +
                                    dim->text + ")");
     t.shape.push_back(*n);
   } while (consumeIf(TokKind::Comma));
-  if (auto e = expect(TokKind::RBracket, "]")) return e;
+  if (auto e = expect(TokKind::RBracket, "]"))
+    return e;
   if (!t.isValid())
     return errorAt(typeLoc, owner + ": type " + t.str() +
                                 " has more than 2^63 - 1 bytes (element "
@@ -224,7 +251,8 @@ llvm::Expected<AttrValue> Parser::parseAttrValue() {
   case TokKind::Int: {
     consume();
     auto v = parseInt(t);
-    if (!v) return v.takeError();
+    if (!v)
+      return v.takeError();
     return AttrValue(*v);
   }
   case TokKind::Float:
@@ -245,26 +273,32 @@ llvm::Expected<AttrValue> Parser::parseAttrValue() {
     break;
   case TokKind::LBracket: {
     consume();
-    if (consumeIf(TokKind::RBracket)) return AttrValue(IntList{});
+    if (consumeIf(TokKind::RBracket))
+      return AttrValue(IntList{});
     if (tok_.is(TokKind::String)) {
       StrList l;
       do {
         auto s = expectToken(TokKind::String, "a string list element");
-        if (!s) return s.takeError();
+        if (!s)
+          return s.takeError();
         l.push_back(s->text);
       } while (consumeIf(TokKind::Comma));
-      if (auto e = expect(TokKind::RBracket, "]")) return e;
+      if (auto e = expect(TokKind::RBracket, "]"))
+        return e;
       return AttrValue(std::move(l));
     }
     IntList l;
     do {
       auto i = expectToken(TokKind::Int, "an integer list element");
-      if (!i) return i.takeError();
+      if (!i)
+        return i.takeError();
       auto v = parseInt(*i);
-      if (!v) return v.takeError();
+      if (!v)
+        return v.takeError();
       l.push_back(*v);
     } while (consumeIf(TokKind::Comma));
-    if (auto e = expect(TokKind::RBracket, "]")) return e;
+    if (auto e = expect(TokKind::RBracket, "]"))
+      return e;
     return AttrValue(std::move(l));
   }
   default:
@@ -274,15 +308,18 @@ llvm::Expected<AttrValue> Parser::parseAttrValue() {
 }
 
 llvm::Error Parser::parseAttrDict(Attrs &attrs) {
-  consume();  // {
+  consume(); // {
   do {
     auto key = expectToken(TokKind::Ident, "attribute name");
-    if (!key) return key.takeError();
+    if (!key)
+      return key.takeError();
     if (attrs.has(key->text))
       return errorAt(key->loc, "duplicate attribute '" + key->text + "'");
-    if (auto e = expect(TokKind::Equal, "=")) return e;
+    if (auto e = expect(TokKind::Equal, "="))
+      return e;
     auto v = parseAttrValue();
-    if (!v) return v.takeError();
+    if (!v)
+      return v.takeError();
     attrs.set(key->text, std::move(*v));
   } while (consumeIf(TokKind::Comma));
   return expect(TokKind::RBrace, "}");
@@ -290,7 +327,8 @@ llvm::Error Parser::parseAttrDict(Attrs &attrs) {
 
 llvm::Expected<std::string> Parser::parseAxis(llvm::StringRef owner) {
   auto axis = expectToken(TokKind::Ident, "mesh axis name");
-  if (!axis) return axis.takeError();
+  if (!axis)
+    return axis.takeError();
   if (!mesh())
     return errorAt(axis->loc, owner + ": sharding uses mesh axis '" +
                                   axis->text + "' but the graph has no mesh");
@@ -307,7 +345,7 @@ llvm::Expected<std::string> Parser::parseAxis(llvm::StringRef owner) {
 llvm::Error Parser::parseValueDict(const TensorType &type, Attrs &attrs,
                                    std::optional<Sharding> &sharding,
                                    bool shardingOnly, llvm::StringRef owner) {
-  consume();  // {
+  consume(); // {
   const char *shardLoc = nullptr;
   bool sawShard = false, sawPartial = false;
   Sharding s = Sharding::replicated(type.rank());
@@ -320,30 +358,36 @@ llvm::Error Parser::parseValueDict(const TensorType &type, Attrs &attrs,
     if ((isShard && sawShard) || (isPartial && sawPartial) ||
         attrs.has(key.text))
       return errorAt(key.loc, "duplicate attribute '" + key.text + "'");
-    if (!shardLoc && (isShard || isPartial)) shardLoc = key.loc;
+    if (!shardLoc && (isShard || isPartial))
+      shardLoc = key.loc;
     if (!isShard && !isPartial) {
-      AttrValue v = true;  // a bare name is a true bool
+      AttrValue v = true; // a bare name is a true bool
       if (consumeIf(TokKind::Equal)) {
         auto parsed = parseAttrValue();
-        if (!parsed) return parsed.takeError();
+        if (!parsed)
+          return parsed.takeError();
         v = std::move(*parsed);
       }
       attrs.set(key.text, std::move(v));
       continue;
     }
-    if (auto e = expect(TokKind::Equal, "=")) return e;
-    if (auto e = expect(TokKind::LBracket, "[")) return e;
+    if (auto e = expect(TokKind::Equal, "="))
+      return e;
+    if (auto e = expect(TokKind::LBracket, "["))
+      return e;
     if (isShard) {
       sawShard = true;
       s.dims.clear();
     } else {
       sawPartial = true;
     }
-    if (consumeIf(TokKind::RBracket)) continue;
+    if (consumeIf(TokKind::RBracket))
+      continue;
     do {
       if (isPartial) {
         auto axis = parseAxis(owner);
-        if (!axis) return axis.takeError();
+        if (!axis)
+          return axis.takeError();
         s.partial.push_back(*axis);
         continue;
       }
@@ -354,14 +398,18 @@ llvm::Error Parser::parseValueDict(const TensorType &type, Attrs &attrs,
       }
       do {
         auto axis = parseAxis(owner);
-        if (!axis) return axis.takeError();
+        if (!axis)
+          return axis.takeError();
         s.dims.back().push_back(*axis);
       } while (consumeIf(TokKind::Star));
     } while (consumeIf(TokKind::Comma));
-    if (auto e = expect(TokKind::RBracket, "]")) return e;
+    if (auto e = expect(TokKind::RBracket, "]"))
+      return e;
   } while (consumeIf(TokKind::Comma));
-  if (auto e = expect(TokKind::RBrace, "}")) return e;
-  if (!shardLoc) return llvm::Error::success();
+  if (auto e = expect(TokKind::RBrace, "}"))
+    return e;
+  if (!shardLoc)
+    return llvm::Error::success();
   if (auto e = verifySharding(s, type, mesh(), g_.partitioned))
     return errorAt(shardLoc, owner + ": " + toString(std::move(e)));
   sharding = std::move(s);
@@ -370,17 +418,22 @@ llvm::Error Parser::parseValueDict(const TensorType &type, Attrs &attrs,
 
 llvm::Error Parser::parseInput() {
   auto name = expectToken(TokKind::ValueName, "input name '%name'");
-  if (!name) return name.takeError();
+  if (!name)
+    return name.takeError();
   std::string owner = "input %" + name->text;
-  if (auto e = defineName(*name, owner)) return e;
-  if (auto e = expect(TokKind::Colon, ":")) return e;
+  if (auto e = defineName(*name, owner))
+    return e;
+  if (auto e = expect(TokKind::Colon, ":"))
+    return e;
   auto type = parseType(owner);
-  if (!type) return type.takeError();
+  if (!type)
+    return type.takeError();
   Attrs attrs;
   std::optional<Sharding> sharding;
   if (tok_.is(TokKind::LBrace)) {
     const char *loc = tok_.loc;
-    if (auto e = parseValueDict(*type, attrs, sharding, false, owner)) return e;
+    if (auto e = parseValueDict(*type, attrs, sharding, false, owner))
+      return e;
     if (auto e = verifyInputAttrs(attrs))
       return errorAt(loc, owner + ": " + toString(std::move(e)));
   }
@@ -394,12 +447,15 @@ llvm::Error Parser::parseNode() {
   if (tok_.is(TokKind::ValueName)) {
     do {
       auto name = expectToken(TokKind::ValueName, "result name '%name'");
-      if (!name) return name.takeError();
+      if (!name)
+        return name.takeError();
       names.push_back(*name);
     } while (consumeIf(TokKind::Comma));
-    if (auto e = expect(TokKind::Equal, "=")) return e;
+    if (auto e = expect(TokKind::Equal, "="))
+      return e;
   }
-  if (!tok_.is(TokKind::Ident)) return expected("an op name");
+  if (!tok_.is(TokKind::Ident))
+    return expected("an op name");
   Token opTok = tok_;
   consume();
   std::string owner;
@@ -407,9 +463,11 @@ llvm::Error Parser::parseNode() {
     owner += (i ? ", %" : "%") + names[i].text;
   owner += (names.empty() ? "" : " = ") + opTok.text;
   for (const Token &name : names)
-    if (auto e = defineName(name, owner)) return e;
+    if (auto e = defineName(name, owner))
+      return e;
   auto op = parseOpName(opTok.text);
-  if (!op) return errorAt(opTok.loc, owner + ": unknown op '" + opTok.text + "'");
+  if (!op)
+    return errorAt(opTok.loc, owner + ": unknown op '" + opTok.text + "'");
 
   bool fused = *op == OpKind::Fused;
   if (fused && names.empty())
@@ -417,13 +475,16 @@ llvm::Error Parser::parseNode() {
   llvm::SmallVector<ValueId, 4> operands;
   llvm::SmallVector<TensorType, 4> operandTypes;
   llvm::SmallVector<const char *, 4> operandLocs;
-  if (auto e = expect(TokKind::LParen, "(")) return e;
+  if (auto e = expect(TokKind::LParen, "("))
+    return e;
   if (!tok_.is(TokKind::RParen)) {
     do {
       auto name = expectToken(TokKind::ValueName, "operand '%name'");
-      if (!name) return name.takeError();
+      if (!name)
+        return name.takeError();
       auto v = useName(*name, owner);
-      if (!v) return v.takeError();
+      if (!v)
+        return v.takeError();
       if (fused && llvm::is_contained(operands, *v))
         return errorAt(name->loc, owner + ": operand %" + name->text +
                                       " appears twice (fused operands are "
@@ -433,23 +494,27 @@ llvm::Error Parser::parseNode() {
       operandLocs.push_back(name->loc);
     } while (consumeIf(TokKind::Comma));
   }
-  if (auto e = expect(TokKind::RParen, ")")) return e;
+  if (auto e = expect(TokKind::RParen, ")"))
+    return e;
 
   Attrs attrs;
   const char *attrLoc = tok_.loc;
   if (tok_.is(TokKind::LBrace))
-    if (auto e = parseAttrDict(attrs)) return e;
+    if (auto e = parseAttrDict(attrs))
+      return e;
 
   llvm::SmallVector<TensorType, 1> types;
   llvm::SmallVector<const char *, 1> typeLocs;
   llvm::SmallVector<std::optional<Sharding>, 1> shardings;
   const char *colonLoc = tok_.loc;
   if (!names.empty()) {
-    if (auto e = expect(TokKind::Colon, ":")) return e;
+    if (auto e = expect(TokKind::Colon, ":"))
+      return e;
     do {
       typeLocs.push_back(tok_.loc);
       auto type = parseType(owner);
-      if (!type) return type.takeError();
+      if (!type)
+        return type.takeError();
       types.push_back(*type);
       shardings.emplace_back();
       if (tok_.is(TokKind::LBrace) && !(fused && braceOpensBody())) {
@@ -461,7 +526,8 @@ llvm::Error Parser::parseNode() {
   }
   const char *bodyLoc = tok_.loc;
   if (fused)
-    if (auto e = expect(TokKind::LBrace, "{ (the fused body)")) return e;
+    if (auto e = expect(TokKind::LBrace, "{ (the fused body)"))
+      return e;
   std::string scope;
   if (tok_.is(TokKind::Comment)) {
     scope = tok_.text;
@@ -469,8 +535,10 @@ llvm::Error Parser::parseNode() {
   }
   std::shared_ptr<Graph> body;
   if (fused) {
-    auto parsed = parseBody(operands, operandLocs, attrs.getString("kernel"), owner);
-    if (!parsed) return parsed.takeError();
+    auto parsed =
+        parseBody(operands, operandLocs, attrs.getString("kernel"), owner);
+    if (!parsed)
+      return parsed.takeError();
     body = std::move(*parsed);
   }
 
@@ -486,7 +554,7 @@ llvm::Error Parser::parseNode() {
   if (auto e = verifyNodeAttrs(*op, attrs))
     return errorAt(attrLoc, owner + ": " + toString(std::move(e)));
   auto inferred = fused ? verifyFusedNode(attrs, body.get(), operandTypes)
-                       : inferResultTypes(*op, operandTypes, attrs, mesh());
+                        : inferResultTypes(*op, operandTypes, attrs, mesh());
   if (!inferred)
     return errorAt(fused ? bodyLoc : opTok.loc,
                    owner + ": " + toString(inferred.takeError()));
@@ -501,8 +569,10 @@ llvm::Error Parser::parseNode() {
                                       (*inferred)[i].str());
 
   llvm::SmallVector<std::string, 2> nameStrs;
-  for (const Token &name : names) nameStrs.push_back(name.text);
-  int32_t n = g_.addNode(*op, operands, types, std::move(attrs), scope, nameStrs);
+  for (const Token &name : names)
+    nameStrs.push_back(name.text);
+  int32_t n =
+      g_.addNode(*op, operands, types, std::move(attrs), scope, nameStrs);
   g_.node(n).body = std::move(body);
   for (size_t i = 0; i < shardings.size(); ++i)
     g_.value(g_.node(n).results[i]).sharding = std::move(shardings[i]);
@@ -538,20 +608,24 @@ Parser::parseBody(llvm::ArrayRef<ValueId> operands,
   while (!atIdent("return")) {
     if (!tok_.is(TokKind::ValueName) && !tok_.is(TokKind::Ident))
       return expected("a body node or 'return' (in " + owner + ")");
-    if (auto e = parseNode()) return e;
+    if (auto e = parseNode())
+      return e;
   }
-  if (auto e = parseReturn()) return e;
-  return body;  // `restore` swaps the parsed body back into `parsed`
+  if (auto e = parseReturn())
+    return e;
+  return body; // `restore` swaps the parsed body back into `parsed`
 }
 
 llvm::Error Parser::parseReturn() {
-  consume();  // return
+  consume(); // return
   if (tok_.is(TokKind::ValueName)) {
     do {
       auto name = expectToken(TokKind::ValueName, "output '%name'");
-      if (!name) return name.takeError();
+      if (!name)
+        return name.takeError();
       auto v = useName(*name, "return");
-      if (!v) return v.takeError();
+      if (!v)
+        return v.takeError();
       g_.addOutput(*v);
     } while (consumeIf(TokKind::Comma));
   }
@@ -559,14 +633,18 @@ llvm::Error Parser::parseReturn() {
 }
 
 llvm::Expected<Graph> Parser::parseFile() {
-  if (auto e = parseHeader()) return e;
+  if (auto e = parseHeader())
+    return e;
   while (!atIdent("return")) {
     if (!tok_.is(TokKind::ValueName) && !tok_.is(TokKind::Ident))
       return expected("a node or 'return'");
-    if (auto e = parseNode()) return e;
+    if (auto e = parseNode())
+      return e;
   }
-  if (auto e = parseReturn()) return e;
-  if (!tok_.is(TokKind::Eof)) return expected("end of file");
+  if (auto e = parseReturn())
+    return e;
+  if (!tok_.is(TokKind::Eof))
+    return expected("end of file");
   return std::move(g_);
 }
 
@@ -580,8 +658,9 @@ llvm::Expected<Graph> parseGraph(llvm::StringRef text,
 llvm::Expected<Graph> parseGraphFile(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(path);
   if (!buf)
-    return llvm::createStringError(buf.getError(), path + ": error: cannot open file (" +
-                                                       buf.getError().message() + ")");
+    return llvm::createStringError(buf.getError(),
+                                   path + ": error: cannot open file (" +
+                                       buf.getError().message() + ")");
   return parseGraph((*buf)->getBuffer(), path == "-" ? "<stdin>" : path);
 }
 

@@ -1,4 +1,5 @@
-//===- Printer.cpp - IR text printer ---------------------------------------===//
+//===- Printer.cpp - IR text printer
+//---------------------------------------===//
 //
 // Prints the canonical text of a graph (grammar in ir/IRText.h). The output
 // depends only on the graph, so print -> parse -> print is the identity. The
@@ -20,7 +21,8 @@ void printAttrs(llvm::raw_ostream &os, const Attrs &attrs, bool bareTrue) {
     os << (first ? "" : ", ") << name;
     first = false;
     const bool *b = std::get_if<bool>(&value);
-    if (bareTrue && b && *b) continue;
+    if (bareTrue && b && *b)
+      continue;
     os << '=';
     printAttrValue(os, value);
   }
@@ -31,18 +33,21 @@ std::string inputText(const Value &v) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << '%' << v.name << ": " << v.type;
-  if (v.attrs.empty() && !v.sharding) return s;
+  if (v.attrs.empty() && !v.sharding)
+    return s;
   os << " {";
   printAttrs(os, v.attrs, /*bareTrue=*/true);
   if (v.sharding) {
-    if (!v.attrs.empty()) os << ", ";
+    if (!v.attrs.empty())
+      os << ", ";
     printSharding(os, *v.sharding);
   }
   os << '}';
   return s;
 }
 
-void printReturn(llvm::raw_ostream &os, const Graph &g, llvm::StringRef indent) {
+void printReturn(llvm::raw_ostream &os, const Graph &g,
+                 llvm::StringRef indent) {
   os << indent << "return";
   for (size_t i = 0; i < g.outputs().size(); ++i)
     os << (i ? ", %" : " %") << g.value(g.outputs()[i]).name;
@@ -56,7 +61,8 @@ void printNode(llvm::raw_ostream &os, const Graph &g, const Node &n,
   os << indent;
   for (size_t i = 0; i < n.results.size(); ++i)
     os << (i ? ", %" : "%") << g.value(n.results[i]).name;
-  if (!n.results.empty()) os << " = ";
+  if (!n.results.empty())
+    os << " = ";
   os << opName(n.op) << '(';
   for (size_t i = 0; i < n.operands.size(); ++i)
     os << (i ? ", %" : "%") << g.value(n.operands[i]).name;
@@ -75,12 +81,16 @@ void printNode(llvm::raw_ostream &os, const Graph &g, const Node &n,
       os << '}';
     }
   }
-  if (n.body) os << " {";
-  if (!n.scope.empty()) os << "  # " << n.scope;
+  if (n.body)
+    os << " {";
+  if (!n.scope.empty())
+    os << "  # " << n.scope;
   os << '\n';
-  if (!n.body) return;
+  if (!n.body)
+    return;
   std::string inner = indent.str() + "  ";
-  for (const Node &m : n.body->nodes()) printNode(os, *n.body, m, inner);
+  for (const Node &m : n.body->nodes())
+    printNode(os, *n.body, m, inner);
   printReturn(os, *n.body, inner);
   os << indent << "}\n";
 }
@@ -95,10 +105,11 @@ void printGraph(llvm::raw_ostream &os, const Graph &g) {
     hs << ' ';
     printMesh(hs, *g.mesh);
   }
-  if (g.partitioned) hs << " partitioned";
+  if (g.partitioned)
+    hs << " partitioned";
   hs << '(';
   llvm::SmallVector<std::string> inputs;
-  size_t width = head.size() + 3;  // + ") {"
+  size_t width = head.size() + 3; // + ") {"
   for (ValueId v : g.inputs()) {
     inputs.push_back(inputText(g.value(v)));
     width += inputs.back().size() + 2;
@@ -106,13 +117,17 @@ void printGraph(llvm::raw_ostream &os, const Graph &g) {
   bool oneLine = width <= kMaxHeaderWidth;
   os << head;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i) os << ',';
-    if (!oneLine) os << "\n    ";
-    else if (i) os << ' ';
+    if (i)
+      os << ',';
+    if (!oneLine)
+      os << "\n    ";
+    else if (i)
+      os << ' ';
     os << inputs[i];
   }
   os << ") {\n";
-  for (const Node &n : g.nodes()) printNode(os, g, n, "  ");
+  for (const Node &n : g.nodes())
+    printNode(os, g, n, "  ");
   printReturn(os, g, "  ");
   os << "}\n";
 }

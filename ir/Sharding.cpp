@@ -1,17 +1,20 @@
-//===- Sharding.cpp - Device mesh and shardings ----------------------------===//
+//===- Sharding.cpp - Device mesh and shardings
+//----------------------------===//
 #include "ir/Sharding.h"
 
 namespace strata {
 
 int64_t Mesh::numDevices() const {
   int64_t n = 1;
-  for (const MeshAxis &a : axes) n *= a.size;
+  for (const MeshAxis &a : axes)
+    n *= a.size;
   return n;
 }
 
 int Mesh::axisIndex(llvm::StringRef name) const {
   for (size_t i = 0; i < axes.size(); ++i)
-    if (axes[i].name == name) return static_cast<int>(i);
+    if (axes[i].name == name)
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -22,9 +25,11 @@ int64_t Mesh::axisSize(llvm::StringRef name) const {
 
 int64_t Mesh::coord(int64_t rank, llvm::StringRef axis) const {
   int idx = axisIndex(axis);
-  if (idx < 0) return 0;
+  if (idx < 0)
+    return 0;
   int64_t stride = 1;
-  for (size_t i = idx + 1; i < axes.size(); ++i) stride *= axes[i].size;
+  for (size_t i = idx + 1; i < axes.size(); ++i)
+    stride *= axes[i].size;
   return (rank / stride) % axes[idx].size;
 }
 
@@ -35,17 +40,21 @@ Sharding Sharding::replicated(int64_t rank) {
 }
 
 bool Sharding::isReplicated() const {
-  if (!partial.empty()) return false;
+  if (!partial.empty())
+    return false;
   for (const auto &d : dims)
-    if (!d.empty()) return false;
+    if (!d.empty())
+      return false;
   return true;
 }
 
 void printSharding(llvm::raw_ostream &os, const Sharding &s) {
   os << "shard=[";
   for (size_t i = 0; i < s.dims.size(); ++i) {
-    if (i) os << ',';
-    if (s.dims[i].empty()) os << '_';
+    if (i)
+      os << ',';
+    if (s.dims[i].empty())
+      os << '_';
     for (size_t k = 0; k < s.dims[i].size(); ++k)
       os << (k ? "*" : "") << s.dims[i][k];
   }

@@ -28,12 +28,12 @@ struct MeshAxis {
 
 /// A logical device mesh.
 struct Mesh {
-  llvm::SmallVector<MeshAxis, 3> axes;  // slowest first
+  llvm::SmallVector<MeshAxis, 3> axes; // slowest first
 
   int64_t numDevices() const;
   /// Index of the named axis, or -1.
   int axisIndex(llvm::StringRef name) const;
-  int64_t axisSize(llvm::StringRef name) const;  // 1 if the axis is absent
+  int64_t axisSize(llvm::StringRef name) const; // 1 if the axis is absent
   /// Coordinate of `rank` along `axis`.
   int64_t coord(int64_t rank, llvm::StringRef axis) const;
   bool operator==(const Mesh &o) const { return axes == o.axes; }
@@ -42,7 +42,8 @@ struct Mesh {
 
 /// How one value is laid out over the mesh.
 struct Sharding {
-  /// Per tensor dim, the mesh axes splitting it (major to minor); empty = not split.
+  /// Per tensor dim, the mesh axes splitting it (major to minor); empty = not
+  /// split.
   llvm::SmallVector<llvm::SmallVector<std::string, 1>, 4> dims;
   /// Mesh axes over which the value is a partial sum.
   llvm::SmallVector<std::string, 1> partial;
@@ -58,6 +59,6 @@ struct Sharding {
 /// Prints `shard=[dp,_,tp]` and, when partial is non-empty, `, partial=[tp]`.
 /// A dim split over two axes prints as `dp*tp`.
 void printSharding(llvm::raw_ostream &os, const Sharding &s);
-void printMesh(llvm::raw_ostream &os, const Mesh &m);  // `mesh<dp=2,tp=2>`
+void printMesh(llvm::raw_ostream &os, const Mesh &m); // `mesh<dp=2,tp=2>`
 
 } // namespace strata

@@ -8,13 +8,20 @@ namespace strata {
 
 llvm::StringRef dtypeName(DType t) {
   switch (t) {
-  case DType::F32: return "f32";
-  case DType::BF16: return "bf16";
-  case DType::F16: return "f16";
-  case DType::F64: return "f64";
-  case DType::I32: return "i32";
-  case DType::I64: return "i64";
-  case DType::I1: return "i1";
+  case DType::F32:
+    return "f32";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F64:
+    return "f64";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::I1:
+    return "i1";
   }
   return "?";
 }
@@ -33,10 +40,17 @@ std::optional<DType> parseDType(llvm::StringRef name) {
 
 int64_t dtypeBytes(DType t) {
   switch (t) {
-  case DType::F64: case DType::I64: return 8;
-  case DType::F32: case DType::I32: return 4;
-  case DType::BF16: case DType::F16: return 2;
-  case DType::I1: return 1;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::BF16:
+  case DType::F16:
+    return 2;
+  case DType::I1:
+    return 1;
   }
   return 0;
 }
@@ -48,7 +62,8 @@ bool isFloat(DType t) {
 
 int64_t numElements(llvm::ArrayRef<int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    n *= d;
   return n;
 }
 
@@ -56,7 +71,8 @@ std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape,
                                           int64_t elementBytes) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d < 0 || (d && n > INT64_MAX / elementBytes / d)) return std::nullopt;
+    if (d < 0 || (d && n > INT64_MAX / elementBytes / d))
+      return std::nullopt;
     n *= d;
   }
   return n;

@@ -36,7 +36,8 @@ int64_t numElements(llvm::ArrayRef<int64_t> shape);
 std::optional<int64_t> checkedNumElements(llvm::ArrayRef<int64_t> shape,
                                           int64_t elementBytes = 1);
 
-/// A statically shaped tensor type, printed as `f32[8,64,128]` (`f32[]` for a scalar).
+/// A statically shaped tensor type, printed as `f32[8,64,128]` (`f32[]` for a
+/// scalar).
 struct TensorType {
   DType dtype = DType::F32;
   Shape shape;

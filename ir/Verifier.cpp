@@ -1,4 +1,5 @@
-//===- Verifier.cpp - Graph invariants -------------------------------------===//
+//===- Verifier.cpp - Graph invariants
+//-------------------------------------===//
 //
 // The verifier runs after every pass in tests, so its messages point at the
 // broken node by its results, op and scope. The attribute-kind table below
@@ -33,7 +34,8 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
       {"value", K::Float}, {"shape", K::Ints}, {"dtype", K::String}};
   static constexpr AttrSpec kIota[] = {
       {"shape", K::Ints}, {"dim", K::Int}, {"dtype", K::String}};
-  static constexpr AttrSpec kReduce[] = {{"axes", K::Ints}, {"keepdim", K::Bool}};
+  static constexpr AttrSpec kReduce[] = {{"axes", K::Ints},
+                                         {"keepdim", K::Bool}};
   static constexpr AttrSpec kMatMul[] = {{"transpose_a", K::Bool},
                                          {"transpose_b", K::Bool}};
   static constexpr AttrSpec kShape[] = {{"shape", K::Ints}};
@@ -47,11 +49,14 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   static constexpr AttrSpec kNorm[] = {{"eps", K::Float}};
   static constexpr AttrSpec kAttention[] = {
       {"causal", K::Bool}, {"scale", K::Float}, {"window", K::Int}};
-  static constexpr AttrSpec kRope[] = {
-      {"theta", K::Float},           {"inverse", K::Bool},
-      {"pos_offset", K::Int},        {"scaling", K::String},
-      {"factor", K::Float},          {"low_freq_factor", K::Float},
-      {"high_freq_factor", K::Float}, {"original_max_positions", K::Int}};
+  static constexpr AttrSpec kRope[] = {{"theta", K::Float},
+                                       {"inverse", K::Bool},
+                                       {"pos_offset", K::Int},
+                                       {"scaling", K::String},
+                                       {"factor", K::Float},
+                                       {"low_freq_factor", K::Float},
+                                       {"high_freq_factor", K::Float},
+                                       {"original_max_positions", K::Int}};
   static constexpr AttrSpec kDropout[] = {{"p", K::Float}, {"stream", K::Int}};
   static constexpr AttrSpec kCrossEntropy[] = {{"vocab_start", K::Int}};
   static constexpr AttrSpec kAdamW[] = {{"beta1", K::Float},
@@ -76,76 +81,140 @@ llvm::ArrayRef<AttrSpec> attrSpecs(OpKind k) {
   static constexpr AttrSpec kFused[] = {{"kernel", K::String}};
 
   switch (k) {
-  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
-  case OpKind::Relu: case OpKind::Silu: case OpKind::Square:
-  case OpKind::SiluGrad: case OpKind::ReluGrad: case OpKind::Add:
-  case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Maximum:
-  case OpKind::Minimum: case OpKind::Softmax: case OpKind::SoftmaxGrad:
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Silu:
+  case OpKind::Square:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Maximum:
+  case OpKind::Minimum:
+  case OpKind::Softmax:
+  case OpKind::SoftmaxGrad:
     return {};
-  case OpKind::Gelu: case OpKind::GeluGrad: return kGelu;
-  case OpKind::Scale: return kScale;
-  case OpKind::Cast: return kCast;
-  case OpKind::Fill: return kFill;
-  case OpKind::Iota: return kIota;
-  case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean:
+  case OpKind::Gelu:
+  case OpKind::GeluGrad:
+    return kGelu;
+  case OpKind::Scale:
+    return kScale;
+  case OpKind::Cast:
+    return kCast;
+  case OpKind::Fill:
+    return kFill;
+  case OpKind::Iota:
+    return kIota;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMean:
     return kReduce;
-  case OpKind::MatMul: return kMatMul;
-  case OpKind::Reshape: case OpKind::Broadcast: return kShape;
-  case OpKind::Transpose: return kPerm;
-  case OpKind::Slice: return kSlice;
-  case OpKind::Concat: return kDim;
-  case OpKind::Gather: return kGather;
-  case OpKind::ScatterAdd: return kScatter;
-  case OpKind::LayerNorm: case OpKind::LayerNormGrad: case OpKind::RmsNorm:
+  case OpKind::MatMul:
+    return kMatMul;
+  case OpKind::Reshape:
+  case OpKind::Broadcast:
+    return kShape;
+  case OpKind::Transpose:
+    return kPerm;
+  case OpKind::Slice:
+    return kSlice;
+  case OpKind::Concat:
+    return kDim;
+  case OpKind::Gather:
+    return kGather;
+  case OpKind::ScatterAdd:
+    return kScatter;
+  case OpKind::LayerNorm:
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNorm:
   case OpKind::RmsNormGrad:
     return kNorm;
-  case OpKind::Attention: case OpKind::AttentionGrad: return kAttention;
-  case OpKind::Rope: return kRope;
-  case OpKind::Dropout: case OpKind::DropoutGrad: return kDropout;
-  case OpKind::CrossEntropy: case OpKind::CrossEntropyGrad:
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
+    return kAttention;
+  case OpKind::Rope:
+    return kRope;
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad:
+    return kDropout;
+  case OpKind::CrossEntropy:
+  case OpKind::CrossEntropyGrad:
     return kCrossEntropy;
-  case OpKind::AdamWUpdate: return kAdamW;
-  case OpKind::AllReduce: return kAllReduce;
-  case OpKind::AllGather: case OpKind::ReduceScatter: return kGatherScatter;
-  case OpKind::AllToAll: return kAllToAll;
-  case OpKind::BroadcastFrom: return kBroadcastFrom;
-  case OpKind::ShardSlice: return kShardSlice;
-  case OpKind::PickLabel: return {};
-  case OpKind::OneHot: return kOneHot;
-  case OpKind::Send: return kSend;
-  case OpKind::Recv: return kRecv;
-  case OpKind::Fused: return kFused;
+  case OpKind::AdamWUpdate:
+    return kAdamW;
+  case OpKind::AllReduce:
+    return kAllReduce;
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+    return kGatherScatter;
+  case OpKind::AllToAll:
+    return kAllToAll;
+  case OpKind::BroadcastFrom:
+    return kBroadcastFrom;
+  case OpKind::ShardSlice:
+    return kShardSlice;
+  case OpKind::PickLabel:
+    return {};
+  case OpKind::OneHot:
+    return kOneHot;
+  case OpKind::Send:
+    return kSend;
+  case OpKind::Recv:
+    return kRecv;
+  case OpKind::Fused:
+    return kFused;
   }
   return {};
 }
 
 const char *kindName(AttrKind k) {
   switch (k) {
-  case K::Int: return "an int";
-  case K::Float: return "a float";
-  case K::Bool: return "a bool";
-  case K::String: return "a string";
-  case K::Ints: return "an int list";
-  case K::Strings: return "a string list";
+  case K::Int:
+    return "an int";
+  case K::Float:
+    return "a float";
+  case K::Bool:
+    return "a bool";
+  case K::String:
+    return "a string";
+  case K::Ints:
+    return "an int list";
+  case K::Strings:
+    return "a string list";
   }
   return "?";
 }
 
 bool hasKind(const AttrValue &v, AttrKind k) {
   auto emptyList = [&] {
-    if (auto *l = std::get_if<IntList>(&v)) return l->empty();
-    if (auto *l = std::get_if<StrList>(&v)) return l->empty();
+    if (auto *l = std::get_if<IntList>(&v))
+      return l->empty();
+    if (auto *l = std::get_if<StrList>(&v))
+      return l->empty();
     return false;
   };
   switch (k) {
-  case K::Int: return std::holds_alternative<int64_t>(v);
-  case K::Float:  // ints read as floats (Attrs::getFloat)
-    return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
-  case K::Bool: return std::holds_alternative<bool>(v);
-  case K::String: return std::holds_alternative<std::string>(v);
-  case K::Ints: return std::holds_alternative<IntList>(v) || emptyList();
-  case K::Strings: return std::holds_alternative<StrList>(v) || emptyList();
+  case K::Int:
+    return std::holds_alternative<int64_t>(v);
+  case K::Float: // ints read as floats (Attrs::getFloat)
+    return std::holds_alternative<double>(v) ||
+           std::holds_alternative<int64_t>(v);
+  case K::Bool:
+    return std::holds_alternative<bool>(v);
+  case K::String:
+    return std::holds_alternative<std::string>(v);
+  case K::Ints:
+    return std::holds_alternative<IntList>(v) || emptyList();
+  case K::Strings:
+    return std::holds_alternative<StrList>(v) || emptyList();
   }
   return false;
 }
@@ -167,7 +236,8 @@ llvm::Error checkKinds(const Attrs &attrs, llvm::ArrayRef<AttrSpec> specs) {
 // What the parser accepts of a type (graphs from protos or passes may hold
 // others): positive dims, a byte size within int64.
 llvm::Error checkType(const TensorType &t) {
-  if (t.isValid()) return llvm::Error::success();
+  if (t.isValid())
+    return llvm::Error::success();
   return err("type " + t.str() +
              " is invalid (dims must be positive and its size fit in 2^63 - 1 "
              "bytes)");
@@ -182,9 +252,8 @@ bool isPrintableName(llvm::StringRef name) {
 
 bool isIdent(llvm::StringRef name) {
   return !name.empty() && !std::isdigit(uint8_t(name[0])) &&
-         llvm::all_of(name, [](char c) {
-           return std::isalnum(uint8_t(c)) || c == '_';
-         });
+         llvm::all_of(
+             name, [](char c) { return std::isalnum(uint8_t(c)) || c == '_'; });
 }
 
 // `%a, %b = op (scope)` or `send(%x) (scope)`.
@@ -203,7 +272,8 @@ std::string describeNode(const Graph &g, const Node &n) {
   } else {
     s += " = " + opName(n.op).str();
   }
-  if (!n.scope.empty()) s += " (" + n.scope + ")";
+  if (!n.scope.empty())
+    s += " (" + n.scope + ")";
   return s;
 }
 
@@ -265,15 +335,17 @@ llvm::Error GraphVerifier::checkNode(int32_t index) {
       llvm::StringRef(n.scope).trim() != n.scope)
     return fail("scope has a newline or surrounding spaces");
   if (int want = opNumResults(n.op); want >= 0 && int(n.results.size()) != want)
-    return fail("has " + llvm::Twine(n.results.size()) + " results, the op has " +
-                llvm::Twine(want));
-  if (auto e = verifyNodeAttrs(n.op, n.attrs)) return fail(toString(std::move(e)));
+    return fail("has " + llvm::Twine(n.results.size()) +
+                " results, the op has " + llvm::Twine(want));
+  if (auto e = verifyNodeAttrs(n.op, n.attrs))
+    return fail(toString(std::move(e)));
   if (n.op != OpKind::Fused && n.body)
     return fail("only fused nodes have a body");
   auto inferred = n.op == OpKind::Fused
                       ? verifyFusedNode(n.attrs, n.body.get(), operandTypes)
                       : inferResultTypes(n.op, operandTypes, n.attrs, mesh());
-  if (!inferred) return fail(toString(inferred.takeError()));
+  if (!inferred)
+    return fail(toString(inferred.takeError()));
   if (n.results.size() != inferred->size())
     return fail("has " + llvm::Twine(n.results.size()) +
                 " results, its body returns " + llvm::Twine(inferred->size()));
@@ -283,15 +355,16 @@ llvm::Error GraphVerifier::checkNode(int32_t index) {
     if (val.defNode != index || val.resultIndex != int32_t(i))
       return fail("result " + llvm::Twine(i) + " (%" + val.name +
                   ") does not point back at its node");
-    if (auto e = checkName(r)) return fail(toString(std::move(e)));
-    if (auto e = checkType(val.type)) return fail("result %" + val.name + ": " +
-                                                  toString(std::move(e)));
+    if (auto e = checkName(r))
+      return fail(toString(std::move(e)));
+    if (auto e = checkType(val.type))
+      return fail("result %" + val.name + ": " + toString(std::move(e)));
     if (val.type != (*inferred)[i])
       return fail("result %" + val.name + " has type " + val.type.str() +
                   " but shape inference gives " + (*inferred)[i].str());
     if (val.sharding)
-      if (auto e = verifySharding(*val.sharding, val.type, mesh(),
-                                    g_.partitioned))
+      if (auto e =
+              verifySharding(*val.sharding, val.type, mesh(), g_.partitioned))
         return fail("result %" + val.name + ": " + toString(std::move(e)));
     if (!val.attrs.empty())
       return fail("result %" + val.name + " has input attributes");
@@ -305,25 +378,31 @@ llvm::Error GraphVerifier::run() {
     return err("graph name '" + g_.name +
                "' is not printable (use letters, digits, '_' and '.')");
   if (g_.mesh)
-    if (auto e = verifyMesh(*g_.mesh)) return e;
+    if (auto e = verifyMesh(*g_.mesh))
+      return e;
   defined_.assign(g_.numValues(), false);
   for (ValueId v : g_.inputs()) {
     const Value &val = g_.value(v);
     auto fail = [&](const llvm::Twine &msg) {
       return err("input %" + val.name + ": " + msg);
     };
-    if (!val.isInput()) return fail("is listed as an input but has a node");
-    if (auto e = checkName(v)) return e;
-    if (auto e = checkType(val.type)) return fail(toString(std::move(e)));
-    if (auto e = verifyInputAttrs(val.attrs)) return fail(toString(std::move(e)));
+    if (!val.isInput())
+      return fail("is listed as an input but has a node");
+    if (auto e = checkName(v))
+      return e;
+    if (auto e = checkType(val.type))
+      return fail(toString(std::move(e)));
+    if (auto e = verifyInputAttrs(val.attrs))
+      return fail(toString(std::move(e)));
     if (val.sharding)
-      if (auto e = verifySharding(*val.sharding, val.type, mesh(),
-                                    g_.partitioned))
+      if (auto e =
+              verifySharding(*val.sharding, val.type, mesh(), g_.partitioned))
         return fail(toString(std::move(e)));
     defined_[v] = true;
   }
   for (int32_t i = 0; i < int32_t(g_.nodes().size()); ++i)
-    if (auto e = checkNode(i)) return e;
+    if (auto e = checkNode(i))
+      return e;
   for (size_t i = 0; i < g_.outputs().size(); ++i) {
     ValueId v = g_.outputs()[i];
     if (v < 0 || size_t(v) >= g_.numValues() || !defined_[v])
@@ -344,21 +423,25 @@ llvm::Error verifyNodeAttrs(OpKind op, const Attrs &attrs) {
                                           {"recompute", K::Bool},
                                           {"src", K::String},
                                           {"reason", K::String}};
-  if (auto e = checkKinds(attrs, kAnyNode)) return e;
+  if (auto e = checkKinds(attrs, kAnyNode))
+    return e;
   return checkKinds(attrs, attrSpecs(op));
 }
 
 llvm::Expected<llvm::SmallVector<TensorType, 1>>
 verifyFusedNode(const Attrs &attrs, const Graph *bodyPtr,
                 llvm::ArrayRef<TensorType> operandTypes) {
-  if (!bodyPtr) return err("fused node has no body");
+  if (!bodyPtr)
+    return err("fused node has no body");
   const Graph &body = *bodyPtr;
   std::string kernel = attrs.getString("kernel");
   if (!isIdent(kernel))
-    return err("fused needs a 'kernel' attribute that is an identifier (got \"" +
-               kernel + "\")");
+    return err(
+        "fused needs a 'kernel' attribute that is an identifier (got \"" +
+        kernel + "\")");
   if (body.name != kernel)
-    return err("body @" + body.name + " differs from kernel \"" + kernel + "\"");
+    return err("body @" + body.name + " differs from kernel \"" + kernel +
+               "\"");
   if (body.inputs().size() != operandTypes.size())
     return err("body takes " + llvm::Twine(body.inputs().size()) +
                " inputs, the node has " + llvm::Twine(operandTypes.size()) +
@@ -368,17 +451,21 @@ verifyFusedNode(const Attrs &attrs, const Graph *bodyPtr,
       return err("body input %" + body.value(body.inputs()[i]).name + " is " +
                  body.type(body.inputs()[i]).str() + ", operand " +
                  llvm::Twine(i) + " is " + operandTypes[i].str());
-  if (body.outputs().empty())  // as the parser requires: no text without one
+  if (body.outputs().empty()) // as the parser requires: no text without one
     return err("fused needs at least one result (a body with no outputs is "
                "dead code)");
-  if (body.mesh) return err("a fused body has no mesh");
+  if (body.mesh)
+    return err("a fused body has no mesh");
   for (const Node &m : body.nodes())
     if (m.op == OpKind::Fused || isCollective(m.op) || isPartitionOp(m.op))
-      return err("body op " + opName(m.op) +
-                 " is not allowed (no nested fused, mesh or rank-dependent ops)");
-  if (auto e = verifyGraph(body)) return err("in body: " + toString(std::move(e)));
+      return err(
+          "body op " + opName(m.op) +
+          " is not allowed (no nested fused, mesh or rank-dependent ops)");
+  if (auto e = verifyGraph(body))
+    return err("in body: " + toString(std::move(e)));
   llvm::SmallVector<TensorType, 1> types;
-  for (ValueId v : body.outputs()) types.push_back(body.type(v));
+  for (ValueId v : body.outputs())
+    types.push_back(body.type(v));
   return types;
 }
 
@@ -412,7 +499,8 @@ llvm::Error verifySharding(const Sharding &s, const TensorType &type,
   for (size_t d = 0; d < s.dims.size(); ++d) {
     int64_t ways = 1;
     for (const std::string &axis : s.dims[d]) {
-      if (auto e = checkAxis(axis)) return e;
+      if (auto e = checkAxis(axis))
+        return e;
       ways *= mesh->axisSize(axis);
     }
     if (!localType && type.shape[d] % ways)
@@ -421,7 +509,8 @@ llvm::Error verifySharding(const Sharding &s, const TensorType &type,
                  llvm::Twine(ways) + " shards");
   }
   for (const std::string &axis : s.partial)
-    if (auto e = checkAxis(axis)) return e;
+    if (auto e = checkAxis(axis))
+      return e;
   return llvm::Error::success();
 }
 

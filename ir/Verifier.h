@@ -1,4 +1,5 @@
-//===- Verifier.h - Graph invariants ---------------------------------------===//
+//===- Verifier.h - Graph invariants
+//---------------------------------------===//
 //
 // Checks SSA order (every operand defined before use), unique names, operand
 // and result counts, result types against shape inference, sharding ranks and

@@ -1,4 +1,5 @@
-//===- DeadCodeElimination.cpp - Removes nodes that reach no output --------===//
+//===- DeadCodeElimination.cpp - Removes nodes that reach no output
+//--------===//
 //
 // `dce`: a node stays if one of its results reaches a graph output, or if it
 // talks to another stage: `send` and `recv` stay even when unused, because
@@ -14,7 +15,9 @@ namespace strata {
 
 namespace {
 
-bool isCommunication(OpKind k) { return k == OpKind::Send || k == OpKind::Recv; }
+bool isCommunication(OpKind k) {
+  return k == OpKind::Send || k == OpKind::Recv;
+}
 
 class DeadCodeElimination : public Pass {
 public:
@@ -22,16 +25,20 @@ public:
 
   llvm::Expected<bool> run(Graph &g) override {
     std::vector<bool> liveValue(g.numValues(), false);
-    for (ValueId v : g.outputs()) liveValue[v] = true;
+    for (ValueId v : g.outputs())
+      liveValue[v] = true;
     std::vector<bool> liveNode(g.nodes().size(), false);
     for (size_t i = g.nodes().size(); i-- > 0;) {
       const Node &n = g.node(i);
-      liveNode[i] = isCommunication(n.op) ||
-                    llvm::any_of(n.results, [&](ValueId r) { return liveValue[r]; });
+      liveNode[i] =
+          isCommunication(n.op) ||
+          llvm::any_of(n.results, [&](ValueId r) { return liveValue[r]; });
       if (liveNode[i])
-        for (ValueId v : n.operands) liveValue[v] = true;
+        for (ValueId v : n.operands)
+          liveValue[v] = true;
     }
-    if (llvm::all_of(liveNode, [](bool b) { return b; })) return false;
+    if (llvm::all_of(liveNode, [](bool b) { return b; }))
+      return false;
     g = rebuild(g, liveNode);
     return true;
   }
@@ -49,10 +56,12 @@ private:
       out.value(map[v]).sharding = val.sharding;
     }
     for (size_t i = 0; i < g.nodes().size(); ++i) {
-      if (!liveNode[i]) continue;
+      if (!liveNode[i])
+        continue;
       const Node &n = g.node(i);
       llvm::SmallVector<ValueId, 4> operands;
-      for (ValueId v : n.operands) operands.push_back(map[v]);
+      for (ValueId v : n.operands)
+        operands.push_back(map[v]);
       llvm::SmallVector<TensorType, 1> types;
       llvm::SmallVector<std::string, 1> names;
       for (ValueId r : n.results) {
@@ -66,7 +75,8 @@ private:
         out.value(map[n.results[k]]).sharding = g.value(n.results[k]).sharding;
       }
     }
-    for (ValueId v : g.outputs()) out.addOutput(map[v]);
+    for (ValueId v : g.outputs())
+      out.addOutput(map[v]);
     return out;
   }
 };
@@ -74,13 +84,13 @@ private:
 } // namespace
 
 void registerDeadCodeEliminationPass() {
-  registerPass({"dce", "Removes nodes whose results reach no graph output",
-                [](const PassOptions &options)
-                    -> llvm::Expected<std::unique_ptr<Pass>> {
-                  if (auto e = checkPassOptions("dce", options, {}))
-                    return e;
-                  return std::make_unique<DeadCodeElimination>();
-                }});
+  registerPass(
+      {"dce", "Removes nodes whose results reach no graph output",
+       [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
+         if (auto e = checkPassOptions("dce", options, {}))
+           return e;
+         return std::make_unique<DeadCodeElimination>();
+       }});
 }
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- Pass.cpp - The pass registry ----------------------------------------===//
+//===- Pass.cpp - The pass registry
+//----------------------------------------===//
 //
 // Passes live in a static library, so self-registering static objects would be
 // dropped by the linker. Instead every pass file defines `registerXPass()` and
@@ -56,7 +57,8 @@ void registerPass(PassInfo info) {
 
 std::vector<const PassInfo *> registeredPasses() {
   std::vector<const PassInfo *> out;
-  for (const auto &entry : registry()) out.push_back(&entry.second);
+  for (const auto &entry : registry())
+    out.push_back(&entry.second);
   std::sort(out.begin(), out.end(), [](const PassInfo *a, const PassInfo *b) {
     return a->name < b->name;
   });

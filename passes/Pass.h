@@ -1,4 +1,5 @@
-//===- Pass.h - The pass interface and registry ----------------------------===//
+//===- Pass.h - The pass interface and registry
+//----------------------------===//
 //
 // A pass has a name, a one-line summary and a run() that transforms a graph in
 // place and says whether it changed it. Options come from the pipeline text

@@ -1,4 +1,5 @@
-//===- PassManager.cpp - Runs a pipeline of passes -------------------------===//
+//===- PassManager.cpp - Runs a pipeline of passes
+//-------------------------===//
 #include "passes/PassManager.h"
 
 #include "passes/pipeline/ParallelCompile.h"
@@ -25,29 +26,36 @@ public:
 
   llvm::Expected<std::vector<PipelineEntry>> parse() {
     std::vector<PipelineEntry> out;
-    if (text_.trim().empty()) return out;
+    if (text_.trim().empty())
+      return out;
     do {
       PipelineEntry entry;
       auto name = word("a pass name", /*isName=*/true);
-      if (!name) return name.takeError();
+      if (!name)
+        return name.takeError();
       entry.name = *name;
       if (accept('{') && !accept('}')) {
         do {
           auto key = word("an option name", /*isName=*/true);
-          if (!key) return key.takeError();
-          if (peek() != '=') return error("expected '=' after option '" + *key + "'");
+          if (!key)
+            return key.takeError();
+          if (peek() != '=')
+            return error("expected '=' after option '" + *key + "'");
           ++pos_;
           auto value = word("an option value", /*isName=*/false);
-          if (!value) return value.takeError();
+          if (!value)
+            return value.takeError();
           if (!entry.options.try_emplace(*key, *value).second)
             return error("option '" + *key + "' is given twice");
         } while (accept(','));
-        if (!accept('}')) return error("expected ',' or '}'");
+        if (!accept('}'))
+          return error("expected ',' or '}'");
       }
       out.push_back(std::move(entry));
     } while (accept(','));
     skipSpace();
-    if (pos_ != text_.size()) return error("expected ',' or the end");
+    if (pos_ != text_.size())
+      return error("expected ',' or the end");
     return out;
   }
 
@@ -57,19 +65,22 @@ private:
     return pos_ < text_.size() ? text_[pos_] : '\0';
   }
   bool accept(char c) {
-    if (peek() != c) return false;
+    if (peek() != c)
+      return false;
     ++pos_;
     return true;
   }
   void skipSpace() {
-    while (pos_ < text_.size() && llvm::isSpace(text_[pos_])) ++pos_;
+    while (pos_ < text_.size() && llvm::isSpace(text_[pos_]))
+      ++pos_;
   }
   // A run of characters other than `,{}=`, trimmed. Names are letters,
   // digits, '-' and '_'.
   llvm::Expected<std::string> word(const char *what, bool isName) {
     skipSpace();
     size_t start = pos_;
-    while (pos_ < text_.size() && !llvm::StringRef(",{}=").contains(text_[pos_]))
+    while (pos_ < text_.size() &&
+           !llvm::StringRef(",{}=").contains(text_[pos_]))
       ++pos_;
     llvm::StringRef w = text_.slice(start, pos_).rtrim();
     if (w.empty()) {
@@ -102,9 +113,10 @@ llvm::Expected<std::vector<PipelineEntry>> parsePipeline(llvm::StringRef text) {
 llvm::Error checkPassOptions(llvm::StringRef pass, const PassOptions &options,
                              llvm::ArrayRef<llvm::StringRef> known) {
   for (const auto &opt : options) {
-    if (llvm::is_contained(known, opt.getKey())) continue;
-    std::string list = known.empty() ? "it takes none"
-                                     : "known: " + llvm::join(known, ", ");
+    if (llvm::is_contained(known, opt.getKey()))
+      continue;
+    std::string list =
+        known.empty() ? "it takes none" : "known: " + llvm::join(known, ", ");
     return err("pass '" + pass + "' has no option '" + opt.getKey() + "' (" +
                list + ")");
   }
@@ -113,30 +125,36 @@ llvm::Error checkPassOptions(llvm::StringRef pass, const PassOptions &options,
 
 llvm::Error PassManager::addPipeline(llvm::StringRef text) {
   auto entries = parsePipeline(text);
-  if (!entries) return entries.takeError();
+  if (!entries)
+    return entries.takeError();
   for (PipelineEntry &entry : *entries) {
     const PassInfo *info = lookupPass(entry.name);
     if (!info)
-      return err("unknown pass '" + entry.name + "' (see strata-opt --list-passes)");
+      return err("unknown pass '" + entry.name +
+                 "' (see strata-opt --list-passes)");
     auto pass = info->create(entry.options);
-    if (!pass) return pass.takeError();
+    if (!pass)
+      return pass.takeError();
     addPass(std::move(*pass));
   }
   return llvm::Error::success();
 }
 
-llvm::Error PassManager::emit(size_t index, bool changed,
-                              llvm::function_ref<void(llvm::raw_ostream &)> print,
-                              llvm::function_ref<llvm::Error()> verify) {
+llvm::Error
+PassManager::emit(size_t index, bool changed,
+                  llvm::function_ref<void(llvm::raw_ostream &)> print,
+                  llvm::function_ref<llvm::Error()> verify) {
   llvm::StringRef name = index ? passes_[index - 1]->name() : "input";
-  if (index && (options_.printIrAfter == "all" || options_.printIrAfter == name)) {
+  if (index &&
+      (options_.printIrAfter == "all" || options_.printIrAfter == name)) {
     log_ << "# IR after " << name << (changed ? "" : " (unchanged)") << "\n";
     print(log_);
   }
   if (!options_.dumpDir.empty()) {
     llvm::SmallString<128> path(options_.dumpDir);
-    llvm::sys::path::append(path, (index < 10 ? "0" : "") + std::to_string(index) +
-                                      "-" + name + ".ir");
+    llvm::sys::path::append(path, (index < 10 ? "0" : "") +
+                                      std::to_string(index) + "-" + name +
+                                      ".ir");
     std::error_code ec;
     llvm::raw_fd_ostream os(path, ec);
     if (!ec) {
@@ -144,11 +162,14 @@ llvm::Error PassManager::emit(size_t index, bool changed,
       os.close();
       ec = os.error();
     }
-    if (ec) return err("cannot write '" + path + "' (" + ec.message() + ")");
+    if (ec)
+      return err("cannot write '" + path + "' (" + ec.message() + ")");
   }
-  if (!options_.verifyEach) return llvm::Error::success();
+  if (!options_.verifyEach)
+    return llvm::Error::success();
   if (auto e = verify()) {
-    std::string when = index ? "after pass '" + name.str() + "'" : "on the input graph";
+    std::string when =
+        index ? "after pass '" + name.str() + "'" : "on the input graph";
     return err("verifier failed " + when + ": " + toString(std::move(e)));
   }
   return llvm::Error::success();
@@ -173,7 +194,9 @@ llvm::Error PassManager::afterPass(const CompiledPipeline &p, size_t index,
           os << "# memory: pipeline rank " << m.rank << " peak " << m.peak
              << " bytes (at " << m.peakAt << ")\n";
       },
-      [&] { return cut ? verifyPipelinePlan(p.pipeline) : verifyGraph(p.micro); });
+      [&] {
+        return cut ? verifyPipelinePlan(p.pipeline) : verifyGraph(p.micro);
+      });
 }
 
 template <class Unit>
@@ -185,20 +208,23 @@ PassManager::runOn(Unit &unit,
       llvm::none_of(passes_, [&](const auto &p) { return p->name() == only; }))
     return err("--print-ir-after: no pass '" + only + "' in the pipeline");
   if (!options_.dumpDir.empty())
-    if (std::error_code ec = llvm::sys::fs::create_directories(options_.dumpDir))
+    if (std::error_code ec =
+            llvm::sys::fs::create_directories(options_.dumpDir))
       return err("cannot create dump directory '" + options_.dumpDir + "' (" +
                  ec.message() + ")");
-  if (auto e = afterPass(unit, 0, false)) return e;
+  if (auto e = afterPass(unit, 0, false))
+    return e;
   bool changedAny = false;
   for (size_t i = 0; i < passes_.size(); ++i) {
     auto changed = step(*passes_[i]);
     if (!changed && !options_.namePassInErrors)
       return changed.takeError();
     if (!changed)
-      return err("pass '" + passes_[i]->name() + "': " +
-                 toString(changed.takeError()));
+      return err("pass '" + passes_[i]->name() +
+                 "': " + toString(changed.takeError()));
     changedAny |= *changed;
-    if (auto e = afterPass(unit, i + 1, *changed)) return e;
+    if (auto e = afterPass(unit, i + 1, *changed))
+      return e;
   }
   return changedAny;
 }

@@ -1,4 +1,5 @@
-//===- PassManager.h - Runs a pipeline of passes ---------------------------===//
+//===- PassManager.h - Runs a pipeline of passes
+//---------------------------===//
 //
 // A pipeline is data: `autodiff,recompute{mode=selective},spmd{tp=2,dp=2}`.
 // The pass manager builds each pass through the registry (passes/Pass.h),
@@ -62,7 +63,9 @@ public:
 
   /// Appends the passes of a pipeline text, built through the registry.
   llvm::Error addPipeline(llvm::StringRef text);
-  void addPass(std::unique_ptr<Pass> pass) { passes_.push_back(std::move(pass)); }
+  void addPass(std::unique_ptr<Pass> pass) {
+    passes_.push_back(std::move(pass));
+  }
   size_t size() const { return passes_.size(); }
 
   /// Runs every pass on `g` in order; returns whether any pass changed it.
@@ -77,8 +80,8 @@ public:
 
 private:
   template <class Unit>
-  llvm::Expected<bool> runOn(Unit &unit,
-                             llvm::function_ref<llvm::Expected<bool>(Pass &)> step);
+  llvm::Expected<bool>
+  runOn(Unit &unit, llvm::function_ref<llvm::Expected<bool>(Pass &)> step);
   /// Prints, dumps and verifies `unit` after pass `index` (0: the input).
   llvm::Error afterPass(const Graph &g, size_t index, bool changed);
   llvm::Error afterPass(const CompiledPipeline &p, size_t index, bool changed);

@@ -63,12 +63,11 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
   uint32_t crc = endian::read32le(bytes.data() + 12);
   uint64_t size = endian::read64le(bytes.data() + 16);
   if (version < kPlanFormatVersion)
-    return fileError(name, llvm::Twine("plan format version ") +
-                               llvm::Twine(version) +
-                               " is older than this strata reads (" +
-                               llvm::Twine(kPlanFormatVersion) +
-                               ": its buffer plans lack reshape views; " +
-                               recompile + ")");
+    return fileError(
+        name, llvm::Twine("plan format version ") + llvm::Twine(version) +
+                  " is older than this strata reads (" +
+                  llvm::Twine(kPlanFormatVersion) +
+                  ": its buffer plans lack reshape views; " + recompile + ")");
   if (version > kPlanFormatVersion)
     return fileError(name, llvm::Twine("plan format version ") +
                                llvm::Twine(version) +

@@ -1,4 +1,5 @@
-//===- Device.h - The narrow backend interface -----------------------------===//
+//===- Device.h - The narrow backend interface
+//-----------------------------===//
 //
 // A Device owns memory and runs op kernels asynchronously on streams:
 // ordered queues of work (stream 0 always exists; createStream adds more).
@@ -29,12 +30,12 @@ constexpr StreamId kDefaultStream = 0;
 
 /// Per-launch facts a kernel may need beyond its operands.
 struct LaunchContext {
-  uint64_t seed = 0;  // dropout key
-  uint64_t step = 0;  // dropout counter word (training step)
+  uint64_t seed = 0; // dropout key
+  uint64_t step = 0; // dropout counter word (training step)
   uint64_t microbatch = 0;
-  const Mesh *mesh = nullptr;  // null for a serial graph
-  int64_t rank = 0;            // this device's rank in `mesh`
-  Communicators *comms = nullptr;  // its groups (runtime/comm); null if serial
+  const Mesh *mesh = nullptr;       // null for a serial graph
+  int64_t rank = 0;                 // this device's rank in `mesh`
+  Communicators *comms = nullptr;   // its groups (runtime/comm); null if serial
   StreamId stream = kDefaultStream; // where the launch is enqueued
 };
 

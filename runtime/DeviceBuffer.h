@@ -1,4 +1,5 @@
-//===- DeviceBuffer.h - A tensor's storage in a device's memory ------------===//
+//===- DeviceBuffer.h - A tensor's storage in a device's memory
+//------------===//
 //
 // Owns `type().bytes()` of a device's memory (Device::allocate) and frees it
 // when destroyed. Host code never reads it: values move by the device's

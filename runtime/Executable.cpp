@@ -1,4 +1,5 @@
-//===- Executable.cpp - One program bound to one device --------------------===//
+//===- Executable.cpp - One program bound to one device
+//--------------------===//
 #include "runtime/Executable.h"
 
 #include <algorithm>
@@ -13,8 +14,7 @@ llvm::Error err(const llvm::Twine &msg) {
 
 llvm::Expected<std::unique_ptr<Executable>>
 Executable::create(const Graph &g, BufferPlan plan, Device &device) {
-  if (plan.offsets.size() != g.numValues() ||
-      plan.root.size() != g.numValues())
+  if (plan.offsets.size() != g.numValues() || plan.root.size() != g.numValues())
     return err("the buffer plan of @" + g.name + " covers " +
                llvm::Twine(plan.offsets.size()) + " values, the program has " +
                llvm::Twine(g.numValues()));
@@ -34,8 +34,8 @@ Executable::create(const Graph &g, BufferPlan plan, Device &device) {
       new Executable(g, std::move(plan), device));
 }
 
-llvm::Expected<std::unique_ptr<Executable>>
-Executable::create(const Graph &g, Device &device) {
+llvm::Expected<std::unique_ptr<Executable>> Executable::create(const Graph &g,
+                                                               Device &device) {
   auto x = create(g, planBuffers(g), device);
   if (x && (*x)->arenaBytes())
     (*x)->ownWorkspace_ = device.allocate((*x)->arenaBytes());

@@ -1,4 +1,5 @@
-//===- Executable.h - One program bound to one device ----------------------===//
+//===- Executable.h - One program bound to one device
+//----------------------===//
 //
 // An Executable is a program whose kernels a device has resolved and
 // prepared once (Device::prepare), run from its buffer plan

@@ -1,4 +1,5 @@
-//===- HostTensor.h - An owning, typed host buffer -------------------------===//
+//===- HostTensor.h - An owning, typed host buffer
+//-------------------------===//
 //
 // The currency of the runtime's host side: inputs fed to a program, outputs
 // read back, parameters saved in checkpoints. 64-byte aligned storage.

@@ -37,12 +37,12 @@ llvm::json::Value Trace::toJson() const {
         {"pid", r},
         {"args", llvm::json::Object{{"name", "rank " + std::to_string(r)}}}});
   for (const auto &[key, tid] : tids)
-    events.push_back(llvm::json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", key.first},
-        {"tid", tid},
-        {"args", llvm::json::Object{{"name", key.second}}}});
+    events.push_back(
+        llvm::json::Object{{"name", "thread_name"},
+                           {"ph", "M"},
+                           {"pid", key.first},
+                           {"tid", tid},
+                           {"args", llvm::json::Object{{"name", key.second}}}});
   return llvm::json::Object{{"traceEvents", std::move(events)},
                             {"displayTimeUnit", "ms"}};
 }

@@ -24,8 +24,8 @@ class Trace {
 public:
   struct Event {
     int64_t rank = 0;
-    std::string stream; // "compute", "host"
-    std::string name;   // "F 3.0", "all_reduce dp", "copy to host"
+    std::string stream;   // "compute", "host"
+    std::string name;     // "F 3.0", "all_reduce dp", "copy to host"
     std::string category; // "program", "collective", "copy"
     int64_t beginUs = 0, durationUs = 0;
     int64_t bytes = -1; // moved or reduced, when known
@@ -61,8 +61,13 @@ public:
       : trace_(trace) {
     if (!trace_)
       return;
-    e_ = {rank, std::move(stream), std::move(name), std::move(category),
-          trace_->nowUs(), 0, bytes};
+    e_ = {rank,
+          std::move(stream),
+          std::move(name),
+          std::move(category),
+          trace_->nowUs(),
+          0,
+          bytes};
   }
   ~TraceScope() {
     if (!trace_)

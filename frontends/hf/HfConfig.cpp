@@ -26,7 +26,8 @@ std::string show(const llvm::json::Value &v) {
 /// used, so that the rest can be reported as unsupported.
 class Fields {
 public:
-  Fields(const llvm::json::Object &o, llvm::StringRef path) : o_(o), path_(path) {}
+  Fields(const llvm::json::Object &o, llvm::StringRef path)
+      : o_(o), path_(path) {}
 
   llvm::Error error(llvm::StringRef key, const llvm::Twine &what) const {
     return fail(path_ + ": field \"" + key + "\": " + what);
@@ -40,34 +41,41 @@ public:
   /// A required integer >= `min`.
   llvm::Error integer(llvm::StringRef key, int64_t &out, int64_t min = 1) {
     const llvm::json::Value *v = take(key);
-    if (!v) return error(key, "missing (required for this model type)");
+    if (!v)
+      return error(key, "missing (required for this model type)");
     auto i = v->getAsInteger();
     if (!i || *i < min)
-      return error(key, "expected an integer >= " + llvm::Twine(min) + ", got " + show(*v));
+      return error(key, "expected an integer >= " + llvm::Twine(min) +
+                            ", got " + show(*v));
     out = *i;
     return llvm::Error::success();
   }
   /// An optional integer >= 1; `out` is left as is when absent or null.
   llvm::Error optInteger(llvm::StringRef key, int64_t &out) {
-    if (!take(key)) return llvm::Error::success();
+    if (!take(key))
+      return llvm::Error::success();
     return integer(key, out);
   }
   /// An optional number in [lo, hi).
   llvm::Error number(llvm::StringRef key, double &out, double lo, double hi) {
     const llvm::json::Value *v = take(key);
-    if (!v) return llvm::Error::success();
+    if (!v)
+      return llvm::Error::success();
     auto d = v->getAsNumber();
     if (!d || !(*d >= lo && *d < hi))
-      return error(key, "expected a number in [" + llvm::formatv("{0}", lo) + ", " +
-                            llvm::formatv("{0}", hi) + "), got " + show(*v));
+      return error(key, "expected a number in [" + llvm::formatv("{0}", lo) +
+                            ", " + llvm::formatv("{0}", hi) + "), got " +
+                            show(*v));
     out = *d;
     return llvm::Error::success();
   }
   /// An optional bool.
   llvm::Error boolean(llvm::StringRef key, bool &out) {
     const llvm::json::Value *v = take(key);
-    if (!v) return llvm::Error::success();
-    if (!v->getAsBoolean()) return error(key, "expected true or false, got " + show(*v));
+    if (!v)
+      return llvm::Error::success();
+    if (!v->getAsBoolean())
+      return error(key, "expected true or false, got " + show(*v));
     out = *v->getAsBoolean();
     return llvm::Error::success();
   }
@@ -76,15 +84,18 @@ public:
   llvm::Error only(llvm::StringRef key, const llvm::json::Value &want,
                    const llvm::Twine &why) {
     const llvm::json::Value *v = take(key);
-    if (!v || *v == want) return llvm::Error::success();
+    if (!v || *v == want)
+      return llvm::Error::success();
     return error(key, "unsupported value " + show(*v) + " (" + why + ")");
   }
   /// Marks keys that do not change the model.
   void ignore(std::initializer_list<llvm::StringRef> keys) {
-    for (llvm::StringRef k : keys) used_.insert(k);
+    for (llvm::StringRef k : keys)
+      used_.insert(k);
   }
   /// Copies present keys into `out` and marks them.
-  void keep(std::initializer_list<llvm::StringRef> keys, llvm::json::Object &out) {
+  void keep(std::initializer_list<llvm::StringRef> keys,
+            llvm::json::Object &out) {
     for (llvm::StringRef k : keys)
       if (const llvm::json::Value *v = o_.get(k)) {
         used_.insert(k);
@@ -95,12 +106,15 @@ public:
   llvm::Error rest() const {
     std::string keys;
     for (const auto &kv : o_)
-      if (!used_.contains(kv.first)) keys += (keys.empty() ? "\"" : ", \"") + kv.first.str() + "\"";
-    if (keys.empty()) return llvm::Error::success();
-    return fail(path_ + ": field " + keys +
-                ": not supported by strata's import (it would change the model "
-                "or its training in a way strata does not implement; see docs/hf.md "
-                "for the fields each model type accepts)");
+      if (!used_.contains(kv.first))
+        keys += (keys.empty() ? "\"" : ", \"") + kv.first.str() + "\"";
+    if (keys.empty())
+      return llvm::Error::success();
+    return fail(
+        path_ + ": field " + keys +
+        ": not supported by strata's import (it would change the model "
+        "or its training in a way strata does not implement; see docs/hf.md "
+        "for the fields each model type accepts)");
   }
 
 private:
@@ -112,12 +126,14 @@ private:
 /// Keys every model type may carry that do not change the model.
 void ignoreCommon(Fields &f, llvm::json::Object &keep) {
   // torch_dtype: weights are converted to f32, the training precision.
-  f.ignore({"transformers_version", "torch_dtype", "_name_or_path", "use_cache"});
+  f.ignore(
+      {"transformers_version", "torch_dtype", "_name_or_path", "use_cache"});
   f.keep({"bos_token_id", "eos_token_id", "pad_token_id"}, keep);
 }
 
 #define TRY(x)                                                                 \
-  if (llvm::Error e_ = (x)) return e_
+  if (llvm::Error e_ = (x))                                                    \
+  return e_
 
 llvm::Error readGpt2(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
   pb::ModelSpec &s = out.spec;
@@ -132,30 +148,36 @@ llvm::Error readGpt2(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
   TRY(f.optInteger("n_inner", inner));
   if (const llvm::json::Value *ctx = f.take("n_ctx"))
     if (ctx->getAsInteger() != npos)
-      return f.error("n_ctx", "must equal n_positions (" + llvm::Twine(npos) + ")");
+      return f.error("n_ctx",
+                     "must equal n_positions (" + llvm::Twine(npos) + ")");
   s.set_vocab_size(v), s.set_seq_len(npos), s.set_hidden(h), s.set_layers(l);
   s.set_heads(nh), s.set_ffn(inner);
   // gelu_new and gelu_pytorch_tanh are both the tanh approximation.
   if (const llvm::json::Value *a = f.take("activation_function"))
     if (*a != "gelu_new" && *a != "gelu_pytorch_tanh")
-      return f.error("activation_function",
-                     "unsupported value " + show(*a) +
-                         " (strata's GPT uses gelu with the tanh approximation: "
-                         "\"gelu_new\" or \"gelu_pytorch_tanh\")");
+      return f.error(
+          "activation_function",
+          "unsupported value " + show(*a) +
+              " (strata's GPT uses gelu with the tanh approximation: "
+              "\"gelu_new\" or \"gelu_pytorch_tanh\")");
   double resid = 0.1, embd = 0.1, attn = 0.1, eps = 1e-5, std = 0.02;
   TRY(f.number("resid_pdrop", resid, 0, 1));
   TRY(f.number("embd_pdrop", embd, 0, 1));
   TRY(f.number("attn_pdrop", attn, 0, 1));
   if (embd != resid)
-    return f.error("embd_pdrop", llvm::formatv("{0} differs from resid_pdrop {1} (strata "
-                                               "has one dropout p for the embedding, "
-                                               "attention output and MLP output)",
-                                               embd, resid).str());
+    return f.error("embd_pdrop",
+                   llvm::formatv("{0} differs from resid_pdrop {1} (strata "
+                                 "has one dropout p for the embedding, "
+                                 "attention output and MLP output)",
+                                 embd, resid)
+                       .str());
   if (attn != 0)
-    out.warnings.push_back(llvm::formatv("field \"attn_pdrop\": {0} is not modeled "
-                                         "(strata has no dropout on attention "
-                                         "probabilities); training from this "
-                                         "checkpoint runs without it", attn));
+    out.warnings.push_back(
+        llvm::formatv("field \"attn_pdrop\": {0} is not modeled "
+                      "(strata has no dropout on attention "
+                      "probabilities); training from this "
+                      "checkpoint runs without it",
+                      attn));
   s.set_dropout(resid);
   TRY(f.number("layer_norm_epsilon", eps, 0, 1));
   TRY(f.number("initializer_range", std, 0, 1e9));
@@ -163,7 +185,8 @@ llvm::Error readGpt2(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
   bool tie = true;
   TRY(f.boolean("tie_word_embeddings", tie));
   s.set_tie_embeddings(tie);
-  TRY(f.only("scale_attn_weights", true, "strata scales scores by 1/sqrt(head_dim)"));
+  TRY(f.only("scale_attn_weights", true,
+             "strata scales scores by 1/sqrt(head_dim)"));
   TRY(f.only("scale_attn_by_inverse_layer_idx", false,
              "strata does not scale attention by layer index"));
   // In f32 the reordered, upcast attention is the same computation.
@@ -172,7 +195,8 @@ llvm::Error readGpt2(Fields &f, HfModelConfig &out, const HfImportOptions &o) {
   // Heads of GPT2DoubleHeadsModel / ForSequenceClassification, and
   // generation presets: not part of the language model.
   f.ignore({"summary_type", "summary_use_proj", "summary_activation",
-            "summary_first_dropout", "summary_proj_to_labels", "task_specific_params"});
+            "summary_first_dropout", "summary_proj_to_labels",
+            "task_specific_params"});
   return llvm::Error::success();
 }
 
@@ -207,9 +231,11 @@ llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
   TRY(f.number("initializer_range", std, 0, 1e9));
   TRY(f.number("attention_dropout", attnDrop, 0, 1));
   if (attnDrop != 0)
-    out.warnings.push_back(llvm::formatv("field \"attention_dropout\": {0} is not "
-                                         "modeled (strata has no dropout on attention "
-                                         "probabilities)", attnDrop));
+    out.warnings.push_back(
+        llvm::formatv("field \"attention_dropout\": {0} is not "
+                      "modeled (strata has no dropout on attention "
+                      "probabilities)",
+                      attnDrop));
   s.set_norm_eps(eps), s.set_rope_theta(theta), s.set_init_std(std);
   bool tie = false;
   TRY(f.boolean("tie_word_embeddings", tie));
@@ -217,14 +243,16 @@ llvm::Error readLlama(Fields &f, HfModelConfig &out, const HfImportOptions &o,
   if (mistral) {
     // null (Mistral v0.2 and later): full causal attention.
     int64_t window = 0;
-    if (f.take("sliding_window")) TRY(f.integer("sliding_window", window));
+    if (f.take("sliding_window"))
+      TRY(f.integer("sliding_window", window));
     s.set_sliding_window(window);
     out.passthrough["model_type"] = "mistral";
     return llvm::Error::success();
   }
   // Llama-3.1's "llama3" frequency scaling; other types are errors.
   TRY(readHfRopeScaling(f.take("rope_scaling"), path, s));
-  TRY(f.only("attention_bias", false, "strata's Llama projections have no biases"));
+  TRY(f.only("attention_bias", false,
+             "strata's Llama projections have no biases"));
   TRY(f.only("mlp_bias", false, "strata's Llama MLP has no biases"));
   // pretraining_tp > 1 splits the projections into slices whose results are
   // summed: the same model; kept so export writes it back.
@@ -261,8 +289,9 @@ llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o,
                                      "new_decoder_architecture or multi_query");
   }
   if (!newArch && !parallel)
-    return f.error("parallel_attn", "unsupported value false (strata's Falcon runs "
-                                    "attention and the MLP in parallel)");
+    return f.error("parallel_attn",
+                   "unsupported value false (strata's Falcon runs "
+                   "attention and the MLP in parallel)");
   s.set_vocab_size(v), s.set_hidden(h), s.set_layers(l), s.set_heads(nh);
   s.set_kv_heads(nkv), s.set_ffn(4 * h), s.set_norms_per_block(newArch ? 2 : 1);
   s.set_seq_len(o.seqLen ? o.seqLen : npos);
@@ -279,10 +308,13 @@ llvm::Error readFalcon(Fields &f, HfModelConfig &out, const HfImportOptions &o,
   TRY(f.number("hidden_dropout", drop, 0, 1));
   TRY(f.number("attention_dropout", attnDrop, 0, 1));
   if (attnDrop != 0)
-    out.warnings.push_back(llvm::formatv("field \"attention_dropout\": {0} is not "
-                                         "modeled (strata has no dropout on attention "
-                                         "probabilities)", attnDrop));
-  s.set_norm_eps(eps), s.set_rope_theta(theta), s.set_init_std(std), s.set_dropout(drop);
+    out.warnings.push_back(
+        llvm::formatv("field \"attention_dropout\": {0} is not "
+                      "modeled (strata has no dropout on attention "
+                      "probabilities)",
+                      attnDrop));
+  s.set_norm_eps(eps), s.set_rope_theta(theta), s.set_init_std(std),
+      s.set_dropout(drop);
   bool tie = true;
   TRY(f.boolean("tie_word_embeddings", tie));
   s.set_tie_embeddings(tie);
@@ -341,52 +373,77 @@ makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough) {
   if (c.isFalcon()) {
     bool newArch = c.normsPerBlock == 2;
     if (!newArch && c.kvHeads != 1 && c.kvHeads != c.heads)
-      return fail("a Falcon with one norm per block and " + llvm::Twine(c.kvHeads) +
-                  " of " + llvm::Twine(c.heads) + " KV heads has no FalconConfig "
-                  "(grouped KV heads need new_decoder_architecture: norms_per_block 2)");
+      return fail("a Falcon with one norm per block and " +
+                  llvm::Twine(c.kvHeads) + " of " + llvm::Twine(c.heads) +
+                  " KV heads has no FalconConfig "
+                  "(grouped KV heads need new_decoder_architecture: "
+                  "norms_per_block 2)");
     j = llvm::json::Object{
         {"architectures", llvm::json::Array{"FalconForCausalLM"}},
-        {"model_type", "falcon"}, {"vocab_size", c.vocab},
-        {"hidden_size", c.hidden}, {"num_hidden_layers", c.layers},
-        {"num_attention_heads", c.heads}, {"num_kv_heads", c.kvHeads},
+        {"model_type", "falcon"},
+        {"vocab_size", c.vocab},
+        {"hidden_size", c.hidden},
+        {"num_hidden_layers", c.layers},
+        {"num_attention_heads", c.heads},
+        {"num_kv_heads", c.kvHeads},
         {"new_decoder_architecture", newArch},
         {"multi_query", !newArch && c.kvHeads == 1 && c.heads > 1},
-        {"parallel_attn", true}, {"alibi", false}, {"bias", false},
-        {"max_position_embeddings", c.seq}, {"layer_norm_epsilon", c.normEps},
-        {"rope_theta", c.ropeTheta}, {"rope_scaling", makeHfRopeScaling(c)},
-        {"hidden_dropout", c.dropout}, {"attention_dropout", 0.0},
+        {"parallel_attn", true},
+        {"alibi", false},
+        {"bias", false},
+        {"max_position_embeddings", c.seq},
+        {"layer_norm_epsilon", c.normEps},
+        {"rope_theta", c.ropeTheta},
+        {"rope_scaling", makeHfRopeScaling(c)},
+        {"hidden_dropout", c.dropout},
+        {"attention_dropout", 0.0},
         {"initializer_range", c.initStd}};
   } else if (c.isGPT()) {
     j = llvm::json::Object{
         {"architectures", llvm::json::Array{"GPT2LMHeadModel"}},
-        {"model_type", "gpt2"}, {"vocab_size", c.vocab},
-        {"n_positions", c.seq}, {"n_embd", c.hidden}, {"n_layer", c.layers},
-        {"n_head", c.heads}, {"n_inner", c.ffn},
-        {"activation_function", "gelu_new"}, {"resid_pdrop", c.dropout},
-        {"embd_pdrop", c.dropout}, {"attn_pdrop", 0.0},
-        {"layer_norm_epsilon", c.normEps}, {"initializer_range", c.initStd},
-        {"scale_attn_weights", true}, {"scale_attn_by_inverse_layer_idx", false},
+        {"model_type", "gpt2"},
+        {"vocab_size", c.vocab},
+        {"n_positions", c.seq},
+        {"n_embd", c.hidden},
+        {"n_layer", c.layers},
+        {"n_head", c.heads},
+        {"n_inner", c.ffn},
+        {"activation_function", "gelu_new"},
+        {"resid_pdrop", c.dropout},
+        {"embd_pdrop", c.dropout},
+        {"attn_pdrop", 0.0},
+        {"layer_norm_epsilon", c.normEps},
+        {"initializer_range", c.initStd},
+        {"scale_attn_weights", true},
+        {"scale_attn_by_inverse_layer_idx", false},
         {"reorder_and_upcast_attn", false}};
   } else {
     const llvm::json::Value *type = passthrough.get("model_type");
     bool mistral = type ? *type == "mistral" : c.slidingWindow > 0;
     j = llvm::json::Object{
-        {"architectures",
-         llvm::json::Array{mistral ? "MistralForCausalLM" : "LlamaForCausalLM"}},
-        {"model_type", mistral ? "mistral" : "llama"}, {"vocab_size", c.vocab},
-        {"hidden_size", c.hidden}, {"intermediate_size", c.ffn},
-        {"num_hidden_layers", c.layers}, {"num_attention_heads", c.heads},
-        {"num_key_value_heads", c.kvHeads}, {"hidden_act", "silu"},
-        {"max_position_embeddings", c.seq}, {"rms_norm_eps", c.normEps},
-        {"rope_theta", c.ropeTheta}, {"attention_dropout", 0.0},
+        {"architectures", llvm::json::Array{mistral ? "MistralForCausalLM"
+                                                    : "LlamaForCausalLM"}},
+        {"model_type", mistral ? "mistral" : "llama"},
+        {"vocab_size", c.vocab},
+        {"hidden_size", c.hidden},
+        {"intermediate_size", c.ffn},
+        {"num_hidden_layers", c.layers},
+        {"num_attention_heads", c.heads},
+        {"num_key_value_heads", c.kvHeads},
+        {"hidden_act", "silu"},
+        {"max_position_embeddings", c.seq},
+        {"rms_norm_eps", c.normEps},
+        {"rope_theta", c.ropeTheta},
+        {"attention_dropout", 0.0},
         {"initializer_range", c.initStd}};
     if (mistral && c.ropeScaling.factor > 0)
       return fail("a Mistral model (sliding window) with rope_scaling has no "
                   "MistralConfig (transformers 4.38's Mistral has no "
                   "rope_scaling; remove one of the two)");
     if (mistral) {
-      j["sliding_window"] = c.slidingWindow > 0 ? llvm::json::Value(c.slidingWindow)
-                                                : llvm::json::Value(nullptr);
+      j["sliding_window"] = c.slidingWindow > 0
+                                ? llvm::json::Value(c.slidingWindow)
+                                : llvm::json::Value(nullptr);
     } else {
       j["rope_scaling"] = makeHfRopeScaling(c);
       j["attention_bias"] = false;
@@ -394,7 +451,8 @@ makeHfConfig(const ModelConfig &c, const llvm::json::Object &passthrough) {
   }
   j["tie_word_embeddings"] = c.tieEmbeddings;
   j["torch_dtype"] = "float32";
-  for (const auto &kv : passthrough) j[kv.first] = kv.second;
+  for (const auto &kv : passthrough)
+    j[kv.first] = kv.second;
   return j;
 }
 

@@ -1,4 +1,5 @@
-//===- HfConfig.h - Hugging Face config.json <-> strata model spec -*- C++ -*-===//
+//===- HfConfig.h - Hugging Face config.json <-> strata model spec -*- C++
+//-*-===//
 //
 // Maps a transformers `config.json` (GPT-2: model_type "gpt2"; Llama 1/2/3
 // and CodeLlama: "llama"; Mistral: "mistral", a Llama with sliding-window

@@ -1,4 +1,5 @@
-//===- HfRopeScaling.cpp - config.json "rope_scaling" <-> the spec's -------===//
+//===- HfRopeScaling.cpp - config.json "rope_scaling" <-> the spec's
+//-------===//
 #include "frontends/hf/HfRopeScaling.h"
 
 #include "llvm/ADT/Twine.h"
@@ -59,18 +60,25 @@ llvm::Error readHfRopeScaling(const llvm::json::Value *v, llvm::StringRef path,
     auto d = val.getAsNumber();
     if (key == "original_max_position_embeddings") {
       auto i = val.getAsInteger();
-      if (!i || *i < 1) return bad("an integer >= 1");
+      if (!i || *i < 1)
+        return bad("an integer >= 1");
       r.set_original_max_position_embeddings(*i);
     } else if (key == "factor" || key == "low_freq_factor" ||
                key == "high_freq_factor") {
-      if (!d || !std::isfinite(*d) || *d <= 0) return bad("a positive number");
-      if (key == "factor") r.set_factor(*d);
-      else if (key == "low_freq_factor") r.set_low_freq_factor(*d);
-      else r.set_high_freq_factor(*d);
+      if (!d || !std::isfinite(*d) || *d <= 0)
+        return bad("a positive number");
+      if (key == "factor")
+        r.set_factor(*d);
+      else if (key == "low_freq_factor")
+        r.set_low_freq_factor(*d);
+      else
+        r.set_high_freq_factor(*d);
     } else {
-      return fail(path, "key \"" + key + "\" is not part of \"llama3\" "
-                        "scaling (factor, low_freq_factor, high_freq_factor, "
-                        "original_max_position_embeddings)");
+      return fail(path,
+                  "key \"" + key +
+                      "\" is not part of \"llama3\" "
+                      "scaling (factor, low_freq_factor, high_freq_factor, "
+                      "original_max_position_embeddings)");
     }
   }
   for (const char *k : {"factor", "low_freq_factor", "high_freq_factor",

@@ -1,4 +1,5 @@
-//===- HfRopeScaling.h - config.json "rope_scaling" <-> the spec's -*- C++ -*-===//
+//===- HfRopeScaling.h - config.json "rope_scaling" <-> the spec's -*- C++
+//-*-===//
 //
 // transformers' `rope_scaling` is null or an object naming its type in
 // "rope_type" (or the older "type"). strata implements Llama-3.1's "llama3"

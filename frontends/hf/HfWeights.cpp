@@ -18,7 +18,8 @@ llvm::Error fail(const llvm::Twine &msg) {
 
 std::string showShape(llvm::ArrayRef<int64_t> s) {
   std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i)
+    r += (i ? ", " : "") + std::to_string(s[i]);
   return r + "]";
 }
 
@@ -42,8 +43,10 @@ struct Rule {
 /// The rules of `c`'s family, in transformers' state-dict order.
 std::vector<Rule> rulesOf(const ModelConfig &c) {
   std::vector<Rule> r;
-  auto add = [&](std::string s, std::string h, Layout l = Layout::Same, int part = 0,
-                 int parts = 1) { r.push_back({std::move(s), std::move(h), l, part, parts}); };
+  auto add = [&](std::string s, std::string h, Layout l = Layout::Same,
+                 int part = 0, int parts = 1) {
+    r.push_back({std::move(s), std::move(h), l, part, parts});
+  };
   if (c.isGPT()) {
     add("wte", "transformer.wte.weight", Layout::VocabRows);
     add("wpe", "transformer.wpe.weight");
@@ -54,8 +57,10 @@ std::vector<Rule> rulesOf(const ModelConfig &c) {
       add(s + "ln1.b", h + "ln_1.bias");
       int part = 0;
       for (const char *qkv : {"q", "k", "v"}) {
-        add(s + "attn." + qkv + ".w", h + "attn.c_attn.weight", Layout::Same, part, 3);
-        add(s + "attn." + qkv + ".b", h + "attn.c_attn.bias", Layout::Same, part++, 3);
+        add(s + "attn." + qkv + ".w", h + "attn.c_attn.weight", Layout::Same,
+            part, 3);
+        add(s + "attn." + qkv + ".b", h + "attn.c_attn.bias", Layout::Same,
+            part++, 3);
       }
       add(s + "attn.o.w", h + "attn.c_proj.weight");
       add(s + "attn.o.b", h + "attn.c_proj.bias");
@@ -84,7 +89,8 @@ std::vector<Rule> rulesOf(const ModelConfig &c) {
       for (const char *p : {"q", "k", "v"})
         add(s + "attn." + p + ".w", h + "self_attention.query_key_value.weight",
             Layout::FusedQkvT, part++, 3);
-      add(s + "attn.o.w", h + "self_attention.dense.weight", Layout::Transposed);
+      add(s + "attn.o.w", h + "self_attention.dense.weight",
+          Layout::Transposed);
       add(s + "mlp.fc1.w", h + "mlp.dense_h_to_4h.weight", Layout::Transposed);
       add(s + "mlp.fc2.w", h + "mlp.dense_4h_to_h.weight", Layout::Transposed);
     }
@@ -97,14 +103,17 @@ std::vector<Rule> rulesOf(const ModelConfig &c) {
       std::string h = "model.layers." + std::to_string(i) + ".";
       add(s + "ln1.w", h + "input_layernorm.weight");
       for (const char *p : {"q", "k", "v", "o"})
-        add(s + "attn." + p + ".w", h + "self_attn." + p + "_proj.weight", Layout::Transposed);
+        add(s + "attn." + p + ".w", h + "self_attn." + p + "_proj.weight",
+            Layout::Transposed);
       add(s + "ln2.w", h + "post_attention_layernorm.weight");
       for (const char *p : {"gate", "up", "down"})
-        add(s + "mlp." + p + ".w", h + "mlp." + p + "_proj.weight", Layout::Transposed);
+        add(s + "mlp." + p + ".w", h + "mlp." + p + "_proj.weight",
+            Layout::Transposed);
     }
     add("ln_f.w", "model.norm.weight");
   }
-  if (!c.tieEmbeddings) add("lm_head.w", "lm_head.weight", Layout::VocabColsT);
+  if (!c.tieEmbeddings)
+    add("lm_head.w", "lm_head.weight", Layout::VocabColsT);
   return r;
 }
 
@@ -117,10 +126,14 @@ Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c) {
     h.back() *= r.parts;
     return h;
   }
-  case Layout::Transposed: return {s[1], s[0]};
-  case Layout::VocabRows: return {vocab, s[1]};
-  case Layout::VocabColsT: return {vocab, s[0]};
-  case Layout::FusedQkvT: return {(c.heads + 2 * c.kvHeads) * c.headDim, s[0]};
+  case Layout::Transposed:
+    return {s[1], s[0]};
+  case Layout::VocabRows:
+    return {vocab, s[1]};
+  case Layout::VocabColsT:
+    return {vocab, s[0]};
+  case Layout::FusedQkvT:
+    return {(c.heads + 2 * c.kvHeads) * c.headDim, s[0]};
   }
   return {};
 }
@@ -129,26 +142,32 @@ Shape hfShape(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c) {
 /// rule `r` maps between a strata tensor of shape `s` and its transformers
 /// tensor (padding elements have no pair).
 template <typename Fn>
-void forEachPair(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c, Fn fn) {
+void forEachPair(const Rule &r, llvm::ArrayRef<int64_t> s, const ModelConfig &c,
+                 Fn fn) {
   int64_t vocab = c.vocab;
   switch (r.layout) {
   case Layout::Same: {
     int64_t n = s.back(), rows = 1;
-    for (size_t i = 0; i + 1 < s.size(); ++i) rows *= s[i];
+    for (size_t i = 0; i + 1 < s.size(); ++i)
+      rows *= s[i];
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < n; ++j) fn(i * n + j, (i * r.parts + r.part) * n + j);
+      for (int64_t j = 0; j < n; ++j)
+        fn(i * n + j, (i * r.parts + r.part) * n + j);
     return;
   }
   case Layout::Transposed:
     for (int64_t i = 0; i < s[0]; ++i)
-      for (int64_t j = 0; j < s[1]; ++j) fn(i * s[1] + j, j * s[0] + i);
+      for (int64_t j = 0; j < s[1]; ++j)
+        fn(i * s[1] + j, j * s[0] + i);
     return;
   case Layout::VocabRows:
-    for (int64_t i = 0; i < vocab * s[1]; ++i) fn(i, i);
+    for (int64_t i = 0; i < vocab * s[1]; ++i)
+      fn(i, i);
     return;
   case Layout::VocabColsT:
     for (int64_t v = 0; v < vocab; ++v)
-      for (int64_t h = 0; h < s[0]; ++h) fn(h * s[1] + v, v * s[0] + h);
+      for (int64_t h = 0; h < s[0]; ++h)
+        fn(h * s[1] + v, v * s[0] + h);
     return;
   case Layout::FusedQkvT: {
     // Rows of query_key_value are [nkv][G + 2][D] with G = nh / nkv: kv
@@ -194,14 +213,17 @@ importHfWeights(const ModelConfig &c, const SafetensorsModel &model) {
   std::vector<Rule> rules = rulesOf(c);
   if (rules.size() != types.size())
     return fail(llvm::formatv("internal: {0} import rules for {1} parameters",
-                              rules.size(), types.size()).str());
+                              rules.size(), types.size())
+                    .str());
   // Checkpoints saved from the base model (GPT2Model, LlamaModel,
   // FalconModel) lack the "transformer." / "model." prefix.
   auto resolve = [&](const std::string &name) {
-    if (model.contains(name)) return name;
+    if (model.contains(name))
+      return name;
     llvm::StringRef base = name;
     if (base.consume_front("transformer.") || base.consume_front("model."))
-      if (model.contains(base)) return base.str();
+      if (model.contains(base))
+        return base.str();
     return name;
   };
   llvm::StringSet<> used;
@@ -209,47 +231,57 @@ importHfWeights(const ModelConfig &c, const SafetensorsModel &model) {
   llvm::StringMap<HostTensor> out;
   for (const Rule &r : rules) {
     auto it = types.find(r.strata);
-    if (it == types.end()) return fail("internal: no parameter " + r.strata);
+    if (it == types.end())
+      return fail("internal: no parameter " + r.strata);
     const TensorType &st = it->second;
     std::string name = resolve(r.hf);
     const SafetensorsEntry *e = model.lookup(name);
     if (!e)
-      return fail(model.fileOf(name) + ": missing tensor '" + name + "' (config.json's " +
-                  c.familyName() + " model needs it for " + r.strata + ")");
+      return fail(model.fileOf(name) + ": missing tensor '" + name +
+                  "' (config.json's " + c.familyName() +
+                  " model needs it for " + r.strata + ")");
     Shape want = hfShape(r, st.shape, c);
     if (e->shape != want)
       return fail(model.fileOf(name) + ": tensor '" + name + "' has shape " +
-                  showShape(e->shape) + " but config.json implies " + showShape(want));
+                  showShape(e->shape) + " but config.json implies " +
+                  showShape(want));
     used.insert(name);
     auto cached = fused.find(name);
     if (cached == fused.end()) {
       auto t = model.readF32(name);
-      if (!t) return t.takeError();
+      if (!t)
+        return t.takeError();
       cached = fused.try_emplace(name, std::move(*t)).first;
     }
     HostTensor p(st); // zeros: the padding stays zero
     float *dst = p.data<float>();
     const float *src = cached->second.data<float>();
     forEachPair(r, st.shape, c, [&](int64_t i, int64_t j) { dst[i] = src[j]; });
-    if (r.part == r.parts - 1) fused.erase(cached);
+    if (r.part == r.parts - 1)
+      fused.erase(cached);
     out[r.strata] = std::move(p);
   }
   for (const std::string &name : model.names()) {
-    if (used.contains(name) || isKnownBuffer(name)) continue;
+    if (used.contains(name) || isKnownBuffer(name))
+      continue;
     if (c.tieEmbeddings && name == "lm_head.weight") {
       // A tied head saved anyway must be the embedding.
       auto head = model.readF32(name);
-      if (!head) return head.takeError();
+      if (!head)
+        return head.takeError();
       const HostTensor &wte = out["wte"];
       if (head->type().shape != Shape{c.vocab, c.hidden} ||
           std::memcmp(head->raw(), wte.raw(), head->bytes()) != 0)
-        return fail(model.fileOf(name) + ": tensor 'lm_head.weight' differs from the "
-                    "embedding but config.json says tie_word_embeddings (set it to "
-                    "false for an untied head)");
+        return fail(
+            model.fileOf(name) +
+            ": tensor 'lm_head.weight' differs from the "
+            "embedding but config.json says tie_word_embeddings (set it to "
+            "false for an untied head)");
       continue;
     }
-    return fail(model.fileOf(name) + ": unexpected tensor '" + name + "' (not part of " +
-                "the " + c.familyName() + " model config.json describes; a variant "
+    return fail(model.fileOf(name) + ": unexpected tensor '" + name +
+                "' (not part of " + "the " + c.familyName() +
+                " model config.json describes; a variant "
                 "strata does not implement?)");
   }
   std::vector<NamedTensor> result;
@@ -268,17 +300,20 @@ exportHfWeights(const ModelConfig &c,
   llvm::StringMap<size_t> index; // hf name -> position in result
   for (const Rule &r : rulesOf(c)) {
     auto p = params.find(r.strata);
-    if (p == params.end()) return fail("missing parameter '" + r.strata + "'");
+    if (p == params.end())
+      return fail("missing parameter '" + r.strata + "'");
     const HostTensor &t = *p->second;
     if (t.type() != types[r.strata])
-      return fail("parameter '" + r.strata + "' is " + t.type().str() + ", the model wants " +
-                  types[r.strata].str());
+      return fail("parameter '" + r.strata + "' is " + t.type().str() +
+                  ", the model wants " + types[r.strata].str());
     auto [it, fresh] = index.try_emplace(r.hf, result.size());
     if (fresh)
-      result.push_back({r.hf, HostTensor(TensorType{DType::F32, hfShape(r, t.shape(), c)})});
+      result.push_back(
+          {r.hf, HostTensor(TensorType{DType::F32, hfShape(r, t.shape(), c)})});
     float *dst = result[it->second].tensor.data<float>();
     const float *src = t.data<float>();
-    forEachPair(r, t.shape(), c, [&](int64_t i, int64_t j) { dst[j] = src[i]; });
+    forEachPair(r, t.shape(), c,
+                [&](int64_t i, int64_t j) { dst[j] = src[i]; });
   }
   return result;
 }

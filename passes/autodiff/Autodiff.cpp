@@ -1,4 +1,5 @@
-//===- Autodiff.cpp - Reverse-mode automatic differentiation ---------------===//
+//===- Autodiff.cpp - Reverse-mode automatic differentiation
+//---------------===//
 //
 // Two sweeps over the forward graph: forward, which values depend on a param;
 // backward, which of those reach the loss (they need adjoints) and how many
@@ -9,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/autodiff/Autodiff.h"
 
-#include "passes/autodiff/GradRules.h"
 #include "passes/PassManager.h"
+#include "passes/autodiff/GradRules.h"
 
 #include <iterator>
 
@@ -19,9 +20,8 @@ namespace autodiff {
 
 llvm::Error noGradient(const GradCtx &c) {
   const Graph &g = c.b.graph();
-  std::string what = c.node.results.empty()
-                         ? std::string(opName(c.node.op))
-                         : "%" + g.value(c.y()).name;
+  std::string what = c.node.results.empty() ? std::string(opName(c.node.op))
+                                            : "%" + g.value(c.y()).name;
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       "no gradient rule for " + opName(c.node.op) + " (" + what +
@@ -33,7 +33,7 @@ llvm::Error noGradient(const GradCtx &c) {
 
 // Grad ops (no second order), the optimizer update, collectives, the
 // rank-dependent ops of partitioned graphs and fused kernels.
-#define NO_GRADIENT(Enum)                                                     \
+#define NO_GRADIENT(Enum)                                                      \
   llvm::Expected<Grads> grad##Enum(GradCtx &c) { return noGradient(c); }
 NO_GRADIENT(GeluGrad)
 NO_GRADIENT(SiluGrad)
@@ -94,10 +94,10 @@ private:
   Builder b_;
   ValueId loss_ = kNoValue;
   // Indexed by forward value.
-  std::vector<char> needs_;     // on a path from a param to the loss
-  std::vector<int> total_;      // contributions it will receive
-  std::vector<int> received_;   // contributions received so far
-  std::vector<ValueId> adj_;    // running adjoint
+  std::vector<char> needs_;   // on a path from a param to the loss
+  std::vector<int> total_;    // contributions it will receive
+  std::vector<int> received_; // contributions received so far
+  std::vector<ValueId> adj_;  // running adjoint
 };
 
 llvm::Error Differentiator::checkInput() {
@@ -111,10 +111,10 @@ llvm::Error Differentiator::checkInput() {
                " must be a scalar float, got " + t.str());
   for (const Node &n : g_.nodes())
     if (isBackward(n))
-      return err("graph is already differentiated (%" +
-                 g_.value(n.results.empty() ? n.operands[0] : n.results[0])
-                     .name +
-                 " is a backward node)");
+      return err(
+          "graph is already differentiated (%" +
+          g_.value(n.results.empty() ? n.operands[0] : n.results[0]).name +
+          " is a backward node)");
   for (ValueId p : g_.params())
     if (g_.lookup("grad." + g_.value(p).name) != kNoValue)
       return err("the gradient name %grad." + g_.value(p).name +
@@ -124,12 +124,13 @@ llvm::Error Differentiator::checkInput() {
 
 void Differentiator::analyze() {
   size_t nv = g_.numValues();
-  std::vector<char> dep(nv, 0);  // float and computed from a param
+  std::vector<char> dep(nv, 0); // float and computed from a param
   for (ValueId v : g_.inputs())
     dep[v] = g_.value(v).isParam() && isFloat(g_.type(v).dtype);
   for (const Node &n : g_.nodes()) {
     bool d = llvm::any_of(n.operands, [&](ValueId o) { return dep[o]; });
-    for (ValueId r : n.results) dep[r] = d && isFloat(g_.type(r).dtype);
+    for (ValueId r : n.results)
+      dep[r] = d && isFloat(g_.type(r).dtype);
   }
   needs_.assign(nv, 0);
   total_.assign(nv, 0);
@@ -158,7 +159,8 @@ std::string Differentiator::uniqueName(const std::string &want) {
 
 std::string Differentiator::finalName(ValueId v) {
   const Value &val = g_.value(v);
-  if (val.isParam()) return "grad." + val.name;  // checked free up front
+  if (val.isParam())
+    return "grad." + val.name; // checked free up front
   return uniqueName("d." + val.name);
 }
 
@@ -166,12 +168,14 @@ void Differentiator::contribute(ValueId v, ValueId c, bool fresh) {
   int k = received_[v]++;
   bool last = received_[v] == total_[v];
   if (total_[v] == 1) {
-    if (fresh) g_.rename(c, finalName(v));
+    if (fresh)
+      g_.rename(c, finalName(v));
     adj_[v] = c;
     return;
   }
   std::string base = "d." + g_.value(v).name + ".";
-  if (fresh) g_.rename(c, uniqueName(base + std::to_string(k)));
+  if (fresh)
+    g_.rename(c, uniqueName(base + std::to_string(k)));
   if (adj_[v] == kNoValue) {
     adj_[v] = c;
     return;
@@ -186,13 +190,16 @@ llvm::Error Differentiator::backprop(int32_t n) {
   if (llvm::none_of(node.results, [&](ValueId r) { return needs_[r]; }))
     return llvm::Error::success();
   GradCtx c{b_, node, {}, {}};
-  for (ValueId r : node.results) c.dys.push_back(needs_[r] ? adj_[r] : kNoValue);
-  for (ValueId o : node.operands) c.needed.push_back(needs_[o]);
+  for (ValueId r : node.results)
+    c.dys.push_back(needs_[r] ? adj_[r] : kNoValue);
+  for (ValueId o : node.operands)
+    c.needed.push_back(needs_[o]);
   b_.setScope(node.scope);
 
   size_t first = g_.numValues();
   auto grads = kGradRules[int(node.op)](c);
-  if (!grads) return grads.takeError();
+  if (!grads)
+    return grads.takeError();
   assert(grads->size() == node.operands.size() && "rule returned wrong arity");
 
   // Name the rule's temporaries after the node (`<result>.bwd.<op>`);
@@ -212,10 +219,12 @@ llvm::Error Differentiator::backprop(int32_t n) {
 
   llvm::SmallVector<ValueId, 4> renamed;
   for (size_t i = 0; i < node.operands.size(); ++i) {
-    if (!c.wants(i)) continue;
+    if (!c.wants(i))
+      continue;
     ValueId gv = (*grads)[i];
     bool fresh = size_t(gv) >= first && !llvm::is_contained(renamed, gv);
-    if (fresh) renamed.push_back(gv);
+    if (fresh)
+      renamed.push_back(gv);
     contribute(node.operands[i], gv, fresh);
   }
   return llvm::Error::success();
@@ -233,7 +242,7 @@ void Differentiator::finish(size_t numForwardNodes) {
       g_.rename(gv, name);
     } else if (g_.value(gv).name != name) {
       // The adjoint aliases another value (e.g. dy of a same-shape add).
-      Value val = g_.value(gv);  // a copy: reshape() appends values
+      Value val = g_.value(gv); // a copy: reshape() appends values
       if (llvm::StringRef(val.name).startswith("grad.")) {
         b_.setScope(g_.node(val.defNode).scope);
         gv = b_.reshape(gv, val.type.shape);
@@ -250,17 +259,19 @@ void Differentiator::finish(size_t numForwardNodes) {
 }
 
 llvm::Error Differentiator::run() {
-  if (auto e = checkInput()) return e;
+  if (auto e = checkInput())
+    return e;
   size_t numForwardNodes = g_.nodes().size();
   analyze();
   if (needs_[loss_]) {
-    Value loss = g_.value(loss_);  // a copy: fill() may move the values
+    Value loss = g_.value(loss_); // a copy: fill() may move the values
     b_.setScope(loss.isInput() ? "" : g_.node(loss.defNode).scope);
     adj_[loss_] = b_.fill(1.0, loss.type);
     g_.rename(adj_[loss_], uniqueName("d." + loss.name));
   }
   for (int32_t n = int32_t(numForwardNodes) - 1; n >= 0; --n)
-    if (auto e = backprop(n)) return e;
+    if (auto e = backprop(n))
+      return e;
   finish(numForwardNodes);
   return llvm::Error::success();
 }
@@ -269,7 +280,8 @@ class AutodiffPass : public Pass {
 public:
   llvm::StringRef name() const override { return "autodiff"; }
   llvm::Expected<bool> run(Graph &g) override {
-    if (auto e = differentiate(g)) return e;
+    if (auto e = differentiate(g))
+      return e;
     return true;
   }
 };
@@ -278,7 +290,8 @@ public:
 
 llvm::Error differentiate(Graph &g) {
   Graph work = g;
-  if (auto e = autodiff::Differentiator(work).run()) return e;
+  if (auto e = autodiff::Differentiator(work).run())
+    return e;
   g = std::move(work);
   return llvm::Error::success();
 }
@@ -288,14 +301,13 @@ std::unique_ptr<Pass> createAutodiffPass() {
 }
 
 void registerAutodiffPass() {
-  registerPass({"autodiff",
-                "append the backward graph: outputs [loss, grad.<param>...]",
-                [](const PassOptions &options)
-                    -> llvm::Expected<std::unique_ptr<Pass>> {
-                  if (auto e = checkPassOptions("autodiff", options, {}))
-                    return e;
-                  return createAutodiffPass();
-                }});
+  registerPass(
+      {"autodiff", "append the backward graph: outputs [loss, grad.<param>...]",
+       [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
+         if (auto e = checkPassOptions("autodiff", options, {}))
+           return e;
+         return createAutodiffPass();
+       }});
 }
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- Autodiff.h - Reverse-mode automatic differentiation -----------------===//
+//===- Autodiff.h - Reverse-mode automatic differentiation
+//-----------------===//
 //
 // The `autodiff` pass turns a logical forward graph (one scalar float output,
 // the loss; parameter inputs carry the `param` attribute) into the microbatch

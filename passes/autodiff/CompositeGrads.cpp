@@ -1,4 +1,5 @@
-//===- CompositeGrads.cpp - Gradients of the fused composite ops -----------===//
+//===- CompositeGrads.cpp - Gradients of the fused composite ops
+//-----------===//
 //
 // Each composite op has a fused grad op in ir/Ops.def that takes the forward
 // node's attributes unchanged (eps, causal/scale, p/stream, ...). A fused
@@ -57,9 +58,8 @@ llvm::Expected<Grads> gradDropout(GradCtx &c) {
 
 // dlogits = cross_entropy_grad(dloss, logits, labels); labels get none.
 llvm::Expected<Grads> gradCrossEntropy(GradCtx &c) {
-  return Grads{
-      fused(c, OpKind::CrossEntropyGrad, {c.dy(), c.x(0), c.x(1)})[0],
-      kNoValue};
+  return Grads{fused(c, OpKind::CrossEntropyGrad, {c.dy(), c.x(0), c.x(1)})[0],
+               kNoValue};
 }
 
 } // namespace strata::autodiff

@@ -1,4 +1,5 @@
-//===- ContractionGrads.cpp - Gradients of reductions and matmul -----------===//
+//===- ContractionGrads.cpp - Gradients of reductions and matmul
+//-----------===//
 //
 // A reduction's adjoint broadcasts dy back over the reduced dims. A matmul's
 // adjoints are matmuls with the transposes folded into the attributes; a
@@ -24,7 +25,8 @@ Shape keptShape(const GradCtx &c) {
 }
 
 llvm::ArrayRef<int64_t> dropLeadingOnes(llvm::ArrayRef<int64_t> s) {
-  while (!s.empty() && s.front() == 1) s = s.drop_front();
+  while (!s.empty() && s.front() == 1)
+    s = s.drop_front();
   return s;
 }
 
@@ -38,7 +40,8 @@ ValueId keepDims(GradCtx &c, ValueId v, llvm::ArrayRef<int64_t> kept) {
 }
 
 ValueId broadcastTo(GradCtx &c, ValueId v, llvm::ArrayRef<int64_t> shape) {
-  if (llvm::equal(c.type(v).shape, shape)) return v;
+  if (llvm::equal(c.type(v).shape, shape))
+    return v;
   return c.b.create1(OpKind::Broadcast, {v},
                      {{"shape", IntList(shape.begin(), shape.end())}});
 }
@@ -47,7 +50,8 @@ ValueId broadcastTo(GradCtx &c, ValueId v, llvm::ArrayRef<int64_t> shape) {
 ValueId transposeLast2(GradCtx &c, ValueId v) {
   int64_t r = c.type(v).rank();
   IntList perm;
-  for (int64_t i = 0; i < r; ++i) perm.push_back(i);
+  for (int64_t i = 0; i < r; ++i)
+    perm.push_back(i);
   std::swap(perm[r - 1], perm[r - 2]);
   return c.b.create1(OpKind::Transpose, {v}, {{"perm", perm}});
 }
@@ -77,8 +81,7 @@ llvm::Expected<Grads> gradReduceMax(GradCtx &c) {
   Shape xs = c.type(c.x(0)).shape;
   ValueId dyb = broadcastTo(c, keepDims(c, c.dy(), kept), xs);
   ValueId below = c.b.sub(keepDims(c, c.y(), kept), c.x(0));
-  return Grads{
-      c.b.sub(dyb, c.b.create1(OpKind::ReluGrad, {dyb, below}))};
+  return Grads{c.b.sub(dyb, c.b.create1(OpKind::ReluGrad, {dyb, below}))};
 }
 
 // y = op(a) @ op(b), op = optional transpose. With A = op(a), B = op(b):
@@ -93,8 +96,10 @@ llvm::Expected<Grads> gradMatMul(GradCtx &c) {
   bool sharedRhs = bt.rank() == 2 && at.rank() > 2;
   Grads g(2, kNoValue);
   if (c.wants(0)) {
-    if (!ta) g[0] = c.b.matmul(dy, b, false, !tb);
-    else if (!sharedRhs) g[0] = c.b.matmul(b, dy, tb, true);
+    if (!ta)
+      g[0] = c.b.matmul(dy, b, false, !tb);
+    else if (!sharedRhs)
+      g[0] = c.b.matmul(b, dy, tb, true);
     else // the rank-2 b cannot be the lhs of a batched matmul
       g[0] = transposeLast2(c, c.b.matmul(dy, b, false, !tb));
   }
@@ -114,7 +119,8 @@ llvm::Expected<Grads> gradMatMul(GradCtx &c) {
       ValueId full =
           tb ? c.b.matmul(dy, a, true, true) : c.b.matmul(a, dy, false, false);
       IntList batch;
-      for (int64_t i = 0; i + 2 < at.rank(); ++i) batch.push_back(i);
+      for (int64_t i = 0; i + 2 < at.rank(); ++i)
+        batch.push_back(i);
       g[1] = c.b.reduceSum(full, batch);
     }
   }

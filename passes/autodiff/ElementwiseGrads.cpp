@@ -1,4 +1,5 @@
-//===- ElementwiseGrads.cpp - Gradients of elementwise ops -----------------===//
+//===- ElementwiseGrads.cpp - Gradients of elementwise ops
+//-----------------===//
 //
 // Unary ops reuse the forward result where that is cheaper (exp, sqrt, tanh,
 // sigmoid); activations with a fused grad op use it. Binary ops broadcast, so
@@ -28,13 +29,16 @@ ValueId toOperand(GradCtx &c, unsigned i, ValueId full) {
 
 ValueId unbroadcast(Builder &b, ValueId dy, llvm::ArrayRef<int64_t> shape) {
   Shape from = b.graph().type(dy).shape;
-  if (llvm::equal(from, shape)) return dy;
+  if (llvm::equal(from, shape))
+    return dy;
   int64_t lead = int64_t(from.size()) - int64_t(shape.size());
   IntList axes;
   for (int64_t i = 0; i < int64_t(from.size()); ++i)
-    if (i < lead || (shape[i - lead] == 1 && from[i] != 1)) axes.push_back(i);
+    if (i < lead || (shape[i - lead] == 1 && from[i] != 1))
+      axes.push_back(i);
   ValueId r = axes.empty() ? dy : b.reduceSum(dy, axes);
-  if (llvm::equal(b.graph().type(r).shape, shape)) return r;
+  if (llvm::equal(b.graph().type(r).shape, shape))
+    return r;
   return b.reshape(r, shape);
 }
 
@@ -90,27 +94,33 @@ llvm::Expected<Grads> gradCast(GradCtx &c) {
 llvm::Expected<Grads> gradAdd(GradCtx &c) {
   Grads g(2, kNoValue);
   for (unsigned i = 0; i < 2; ++i)
-    if (c.wants(i)) g[i] = toOperand(c, i, c.dy());
+    if (c.wants(i))
+      g[i] = toOperand(c, i, c.dy());
   return g;
 }
 // y = a - b: da = dy, db = -dy (negated after the reduction: fewer elements).
 llvm::Expected<Grads> gradSub(GradCtx &c) {
   Grads g(2, kNoValue);
-  if (c.wants(0)) g[0] = toOperand(c, 0, c.dy());
-  if (c.wants(1)) g[1] = neg(c, toOperand(c, 1, c.dy()));
+  if (c.wants(0))
+    g[0] = toOperand(c, 0, c.dy());
+  if (c.wants(1))
+    g[1] = neg(c, toOperand(c, 1, c.dy()));
   return g;
 }
 // y = a b: da = dy b, db = dy a.
 llvm::Expected<Grads> gradMul(GradCtx &c) {
   Grads g(2, kNoValue);
-  if (c.wants(0)) g[0] = toOperand(c, 0, c.b.mul(c.dy(), c.x(1)));
-  if (c.wants(1)) g[1] = toOperand(c, 1, c.b.mul(c.dy(), c.x(0)));
+  if (c.wants(0))
+    g[0] = toOperand(c, 0, c.b.mul(c.dy(), c.x(1)));
+  if (c.wants(1))
+    g[1] = toOperand(c, 1, c.b.mul(c.dy(), c.x(0)));
   return g;
 }
 // y = a / b: da = dy / b, db = -dy a / b^2 = -(dy y) / b.
 llvm::Expected<Grads> gradDiv(GradCtx &c) {
   Grads g(2, kNoValue);
-  if (c.wants(0)) g[0] = toOperand(c, 0, div(c, c.dy(), c.x(1)));
+  if (c.wants(0))
+    g[0] = toOperand(c, 0, div(c, c.dy(), c.x(1)));
   if (c.wants(1))
     g[1] = neg(c, toOperand(c, 1, div(c, c.b.mul(c.dy(), c.y()), c.x(1))));
   return g;
@@ -124,8 +134,10 @@ llvm::Expected<Grads> gradMinMax(GradCtx &c, bool isMax) {
   ValueId diff = isMax ? c.b.sub(c.x(0), c.x(1)) : c.b.sub(c.x(1), c.x(0));
   ValueId toA = op1(c, OpKind::ReluGrad, {c.dy(), diff});
   Grads g(2, kNoValue);
-  if (c.wants(0)) g[0] = toOperand(c, 0, toA);
-  if (c.wants(1)) g[1] = toOperand(c, 1, c.b.sub(c.dy(), toA));
+  if (c.wants(0))
+    g[0] = toOperand(c, 0, toA);
+  if (c.wants(1))
+    g[1] = toOperand(c, 1, c.b.sub(c.dy(), toA));
   return g;
 }
 } // namespace

@@ -43,12 +43,13 @@ struct GradCtx {
 using Grads = llvm::SmallVector<ValueId, 4>;
 using GradRule = llvm::Expected<Grads> (*)(GradCtx &);
 
-#define OP(Enum, Name, NumOperands, NumResults)                               \
+#define OP(Enum, Name, NumOperands, NumResults)                                \
   llvm::Expected<Grads> grad##Enum(GradCtx &c);
 #include "ir/Ops.def"
 
 /// Sums `dy` (of a broadcast result) back to `shape`: reduce_sum over the
-/// broadcast dims, then a reshape to `shape`. Returns `dy` when the shapes match.
+/// broadcast dims, then a reshape to `shape`. Returns `dy` when the shapes
+/// match.
 ValueId unbroadcast(Builder &b, ValueId dy, llvm::ArrayRef<int64_t> shape);
 
 /// The error for an op without a gradient (grad ops, optimizer, collectives).

@@ -1,4 +1,5 @@
-//===- ShapeGrads.cpp - Gradients of shape ops and of gather/scatter -------===//
+//===- ShapeGrads.cpp - Gradients of shape ops and of gather/scatter
+//-------===//
 //
 // Shape ops move elements, so their adjoints move them back: reshape back,
 // inverse permutation, sum over broadcast dims, zero-pad a slice (concat with
@@ -21,7 +22,8 @@ llvm::Expected<Grads> gradReshape(GradCtx &c) {
 
 llvm::Expected<Grads> gradTranspose(GradCtx &c) {
   IntList perm = c.attrs().getInts("perm"), inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = int64_t(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[perm[i]] = int64_t(i);
   return Grads{c.b.create1(OpKind::Transpose, {c.dy()}, {{"perm", inverse}})};
 }
 
@@ -41,10 +43,13 @@ llvm::Expected<Grads> gradSlice(GradCtx &c) {
     t.shape[dim] = len;
     return c.b.fill(0.0, t);
   };
-  if (start > 0) parts.push_back(zeros(start));
+  if (start > 0)
+    parts.push_back(zeros(start));
   parts.push_back(c.dy());
-  if (after > 0) parts.push_back(zeros(after));
-  if (parts.size() == 1) return Grads{c.dy()};
+  if (after > 0)
+    parts.push_back(zeros(after));
+  if (parts.size() == 1)
+    return Grads{c.dy()};
   return Grads{c.b.create1(OpKind::Concat, parts, {{"dim", dim}})};
 }
 

@@ -266,7 +266,8 @@ void registerFusionPass() {
        "norm) prologues/epilogues into fused kernels; {epilogues=false} "
        "keeps matmuls out, {rows=false} row ops",
        [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
-         if (auto e = checkPassOptions("fusion", options, {"epilogues", "rows"}))
+         if (auto e =
+                 checkPassOptions("fusion", options, {"epilogues", "rows"}))
            return e;
          FusionOptions o;
          for (auto [key, flag] : {std::pair{"epilogues", &o.matmulEpilogues},

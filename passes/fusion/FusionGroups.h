@@ -24,8 +24,9 @@
 //    keeps the prologue's row in a scratch row, so nothing is recomputed.
 //  - Producer -> consumer: a node joins the groups of the producers of its
 //    operands; siblings: groups reading the same value join, so the value is
-//    read once (a single element, free to read again, joins nothing). Anchors: a matmul joins as the head of its only consumer's
-//    group when its result has that shape and no other user.
+//    read once (a single element, free to read again, joins nothing). Anchors:
+//    a matmul joins as the head of its only consumer's group when its result
+//    has that shape and no other user.
 //  - Legality: the union stays convex (no path leaves the group and comes
 //    back, so the fused node has a place in topological order); forward and
 //    backward (`bwd`) nodes never share a group (pipeline F/B programs split
@@ -78,6 +79,5 @@ bool isRowOp(OpKind op);
 
 /// Whether the fusion rules above let row op `n` lead a group.
 bool isFusableRowOp(const Graph &g, const Node &n);
-
 
 } // namespace strata

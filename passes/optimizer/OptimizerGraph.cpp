@@ -1,4 +1,5 @@
-//===- OptimizerGraph.cpp - Builds the AdamW optimizer-step graph ----------===//
+//===- OptimizerGraph.cpp - Builds the AdamW optimizer-step graph
+//----------===//
 #include "passes/optimizer/OptimizerGraph.h"
 
 #include "ir/Builder.h"
@@ -9,15 +10,18 @@ namespace {
 /// The dtype the global norm is computed in: the params' dtype if they all
 /// share one, f32 otherwise.
 DType normDType(const Graph &mb, llvm::ArrayRef<ValueId> params) {
-  if (params.empty()) return DType::F32;
+  if (params.empty())
+    return DType::F32;
   DType dt = mb.type(params[0]).dtype;
   for (ValueId p : params)
-    if (mb.type(p).dtype != dt) return DType::F32;
+    if (mb.type(p).dtype != dt)
+      return DType::F32;
   return dt;
 }
 
 ValueId castTo(Builder &b, ValueId v, DType dt) {
-  if (b.graph().type(v).dtype == dt) return v;
+  if (b.graph().type(v).dtype == dt)
+    return v;
   return b.create1(OpKind::Cast, {v}, {{"dtype", dtypeName(dt).str()}});
 }
 
@@ -39,9 +43,11 @@ Graph buildOptimizerGraph(const Graph &mb, const OptimizerConfig &cfg) {
   // Inputs: params, grads, first and second moments, lr, step.
   llvm::SmallVector<ValueId> p, grad, m, v;
   for (ValueId q : mbParams)
-    p.push_back(addInputLike(g, mb.value(q), mb.value(q).name, mb.value(q).attrs));
+    p.push_back(
+        addInputLike(g, mb.value(q), mb.value(q).name, mb.value(q).attrs));
   for (ValueId q : mbParams)
-    grad.push_back(addInputLike(g, mb.value(q), "grad." + mb.value(q).name, {}));
+    grad.push_back(
+        addInputLike(g, mb.value(q), "grad." + mb.value(q).name, {}));
   for (ValueId q : mbParams)
     m.push_back(addInputLike(g, mb.value(q), "adam_m." + mb.value(q).name,
                              {{"init", std::string("zeros")}}));
@@ -56,7 +62,8 @@ Graph buildOptimizerGraph(const Graph &mb, const OptimizerConfig &cfg) {
   DType dt = normDType(mb, mbParams);
   auto constant = [&](double value, llvm::StringRef name) {
     return b.create1(OpKind::Fill, {},
-                     {{"value", value}, {"shape", IntList{}},
+                     {{"value", value},
+                      {"shape", IntList{}},
                       {"dtype", dtypeName(dt).str()}},
                      name);
   };
@@ -65,17 +72,18 @@ Graph buildOptimizerGraph(const Graph &mb, const OptimizerConfig &cfg) {
     const std::string &name = mb.value(mbParams[i]).name;
     b.setScope("optimizer." + name);
     ValueId sq = b.create1(OpKind::Square, {grad[i]}, {}, "sq." + name);
-    ValueId s = castTo(b, b.create1(OpKind::ReduceSum, {sq}, {},
-                                    "sumsq." + name),
-                       dt);
+    ValueId s =
+        castTo(b, b.create1(OpKind::ReduceSum, {sq}, {}, "sumsq." + name), dt);
     b.setScope("optimizer.grad_norm");
-    sumsq = sumsq == kNoValue
-                ? s
-                : b.create1(OpKind::Add, {sumsq, s}, {},
-                            i + 1 == n ? "sumsq" : "sumsq.acc" + std::to_string(i));
+    sumsq =
+        sumsq == kNoValue
+            ? s
+            : b.create1(OpKind::Add, {sumsq, s}, {},
+                        i + 1 == n ? "sumsq" : "sumsq.acc" + std::to_string(i));
   }
   b.setScope("optimizer.grad_norm");
-  if (sumsq == kNoValue) sumsq = constant(0.0, "sumsq");
+  if (sumsq == kNoValue)
+    sumsq = constant(0.0, "sumsq");
   ValueId norm = b.create1(OpKind::Sqrt, {sumsq}, {}, "grad_norm");
 
   // Clip coefficient, exactly as torch.nn.utils.clip_grad_norm_.
@@ -84,8 +92,9 @@ Graph buildOptimizerGraph(const Graph &mb, const OptimizerConfig &cfg) {
     b.setScope("optimizer.clip");
     ValueId denom = b.create1(OpKind::Add, {norm, constant(1e-6, "norm_eps")},
                               {}, "grad_norm_eps");
-    ValueId raw = b.create1(OpKind::Div, {constant(cfg.grad_clip, "max_norm"), denom},
-                            {}, "clip_coef");
+    ValueId raw =
+        b.create1(OpKind::Div, {constant(cfg.grad_clip, "max_norm"), denom}, {},
+                  "clip_coef");
     coef = b.create1(OpKind::Minimum, {raw, constant(1.0, "one")}, {},
                      "clip_coef_clamped");
   }
@@ -96,22 +105,23 @@ Graph buildOptimizerGraph(const Graph &mb, const OptimizerConfig &cfg) {
     b.setScope("optimizer." + name);
     ValueId gi = grad[i];
     if (coef != kNoValue)
-      gi = b.create1(OpKind::Mul,
-                     {gi, castTo(b, coef, g.type(gi).dtype)}, {},
+      gi = b.create1(OpKind::Mul, {gi, castTo(b, coef, g.type(gi).dtype)}, {},
                      "clipped." + name);
     double wd = g.type(p[i]).rank() >= 2 ? cfg.weight_decay : 0.0;
-    auto r = b.create(OpKind::AdamWUpdate, {p[i], gi, m[i], v[i], lr, step},
-                      {{"beta1", cfg.beta1},
-                       {"beta2", cfg.beta2},
-                       {"eps", cfg.eps},
-                       {"weight_decay", wd}},
-                      {"new." + name, "new.adam_m." + name, "new.adam_v." + name});
+    auto r =
+        b.create(OpKind::AdamWUpdate, {p[i], gi, m[i], v[i], lr, step},
+                 {{"beta1", cfg.beta1},
+                  {"beta2", cfg.beta2},
+                  {"eps", cfg.eps},
+                  {"weight_decay", wd}},
+                 {"new." + name, "new.adam_m." + name, "new.adam_v." + name});
     newP.push_back(r[0]);
     newM.push_back(r[1]);
     newV.push_back(r[2]);
   }
   for (auto *group : {&newP, &newM, &newV})
-    for (ValueId o : *group) g.addOutput(o);
+    for (ValueId o : *group)
+      g.addOutput(o);
   g.addOutput(norm);
   return g;
 }

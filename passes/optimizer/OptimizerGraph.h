@@ -1,4 +1,5 @@
-//===- OptimizerGraph.h - Builds the AdamW optimizer-step graph ------------===//
+//===- OptimizerGraph.h - Builds the AdamW optimizer-step graph
+//------------===//
 //
 // The optimizer step as its own graph, so that the pipeline and SPMD passes
 // place and shard it like any other program:

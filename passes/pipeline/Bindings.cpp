@@ -23,9 +23,10 @@ Binding stateBinding(llvm::StringRef name, Role param, Role m, Role v) {
 
 llvm::StringRef roleName(Role r) {
   static const char *const names[kNumRoles] = {
-      "parameter", "gradient", "adam_m",    "adam_v",        "tokens",
-      "labels",    "lr",       "step",      "loss",          "grad_norm",
-      "stash",     "new_parameter", "new_adam_m", "new_adam_v"};
+      "parameter",  "gradient",  "adam_m", "adam_v",
+      "tokens",     "labels",    "lr",     "step",
+      "loss",       "grad_norm", "stash",  "new_parameter",
+      "new_adam_m", "new_adam_v"};
   return names[int(r)];
 }
 
@@ -44,8 +45,7 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
     else if (name == "tokens" || name == "labels")
       b.inputs.push_back({name == "tokens" ? Role::Tokens : Role::Labels, ""});
     else if (kind == ProgramKind::Optimizer && (name == "lr" || name == "step"))
-      b.inputs.push_back(
-          {name == "lr" ? Role::LearningRate : Role::Step, ""});
+      b.inputs.push_back({name == "lr" ? Role::LearningRate : Role::Step, ""});
     else if (kind == ProgramKind::Optimizer && name.consume_front("grad."))
       b.inputs.push_back({Role::Gradient, name.str()});
     else if (kind == ProgramKind::Optimizer &&
@@ -75,8 +75,8 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
     } else if (kind == ProgramKind::Optimizer && name == "grad_norm") {
       b.outputs.push_back({Role::GradNorm, ""});
     } else if (kind == ProgramKind::Optimizer && name.consume_front("new.")) {
-      b.outputs.push_back(stateBinding(name, Role::NewParameter,
-                                       Role::NewAdamM, Role::NewAdamV));
+      b.outputs.push_back(stateBinding(name, Role::NewParameter, Role::NewAdamM,
+                                       Role::NewAdamV));
     } else {
       return noRole(out, "output");
     }

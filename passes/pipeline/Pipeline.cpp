@@ -54,8 +54,8 @@ private:
   llvm::Error collectBoundaries();
   llvm::Expected<Graph> forwardProgram(int64_t s);
   llvm::Expected<Graph> backwardProgram(int64_t s);
-  void addRecv(Graph &dst, GraphCopier &c, ValueId v, int64_t peer,
-               int64_t tag, const llvm::Twine &reason);
+  void addRecv(Graph &dst, GraphCopier &c, ValueId v, int64_t peer, int64_t tag,
+               const llvm::Twine &reason);
 
   const Graph &g_;
   const PipelineOptions &o_;
@@ -212,11 +212,10 @@ llvm::Error Cutter::collectBoundaries() {
 void Cutter::addRecv(Graph &dst, GraphCopier &c, ValueId v, int64_t peer,
                      int64_t tag, const llvm::Twine &reason) {
   const Value &val = g_.value(v);
-  int32_t n =
-      dst.addNode(OpKind::Recv, {}, {val.type},
-                  recvAttrs(peer, tag, val.type, g_.node(val.defNode).scope,
-                            reason),
-                  g_.node(val.defNode).scope, {val.name});
+  int32_t n = dst.addNode(
+      OpKind::Recv, {}, {val.type},
+      recvAttrs(peer, tag, val.type, g_.node(val.defNode).scope, reason),
+      g_.node(val.defNode).scope, {val.name});
   ValueId r = dst.node(n).results[0];
   dst.value(r).sharding = val.sharding;
   c.setMapped(v, r);
@@ -300,11 +299,11 @@ llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
   }
   for (ValueId v : sendB_[s]) {
     llvm::StringRef scope = g_.node(g_.value(v).defNode).scope;
-    b.addNode(OpKind::Send, {c.mapped(v)}, {},
-              sendAttrs(rankOf(s - 1), tagB_[{s, v}], scope,
-                        "pipeline: gradient needed by stage " +
-                            llvm::Twine(s - 1)),
-              scope);
+    b.addNode(
+        OpKind::Send, {c.mapped(v)}, {},
+        sendAttrs(rankOf(s - 1), tagB_[{s, v}], scope,
+                  "pipeline: gradient needed by stage " + llvm::Twine(s - 1)),
+        scope);
   }
   for (size_t i = 1; i < g_.outputs().size(); ++i) {
     ValueId out = g_.outputs()[i];
@@ -414,9 +413,8 @@ llvm::Expected<PipelinePlan> Cutter::run() {
     }
   }
   for (int64_t r = 0; r < P; ++r) {
-    auto opt =
-        buildStageOptimizer(g_, mesh_, r, held[r], messages, o_.optimizer,
-                            o_.distributedOptimizer);
+    auto opt = buildStageOptimizer(g_, mesh_, r, held[r], messages,
+                                   o_.optimizer, o_.distributedOptimizer);
     if (!opt)
       return opt.takeError();
     plan.optimizers.push_back(std::move(*opt));

@@ -86,8 +86,8 @@ struct TiedParam {
 
 struct PipelinePlan {
   int64_t pp = 1;
-  std::vector<PipelineStage> stages; // P * V, in model order
-  std::vector<Graph> optimizers;     // one per pipeline rank
+  std::vector<PipelineStage> stages;              // P * V, in model order
+  std::vector<Graph> optimizers;                  // one per pipeline rank
   std::vector<ProgramBindings> optimizerBindings; // one per pipeline rank
   std::vector<TiedParam> tied;
   Schedule schedule;

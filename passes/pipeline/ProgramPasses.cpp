@@ -83,7 +83,8 @@ llvm::Expected<double> floatOption(const PassOptions &o, llvm::StringRef key,
   return v;
 }
 
-llvm::Expected<std::unique_ptr<Pass>> pipelineFromOptions(const PassOptions &o) {
+llvm::Expected<std::unique_ptr<Pass>>
+pipelineFromOptions(const PassOptions &o) {
   if (auto e = checkPassOptions("pipeline", o,
                                 {"pp", "schedule", "microbatches", "layers",
                                  "distributed-optimizer", "beta1", "beta2",
@@ -99,11 +100,10 @@ llvm::Expected<std::unique_ptr<Pass>> pipelineFromOptions(const PassOptions &o) 
       return v.takeError();
     *field = *v;
   }
-  for (auto [key, field] : {std::pair{"beta1", &oc.beta1},
-                            std::pair{"beta2", &oc.beta2},
-                            std::pair{"eps", &oc.eps},
-                            std::pair{"weight-decay", &oc.weight_decay},
-                            std::pair{"grad-clip", &oc.grad_clip}}) {
+  for (auto [key, field] :
+       {std::pair{"beta1", &oc.beta1}, std::pair{"beta2", &oc.beta2},
+        std::pair{"eps", &oc.eps}, std::pair{"weight-decay", &oc.weight_decay},
+        std::pair{"grad-clip", &oc.grad_clip}}) {
     auto v = floatOption(o, key, *field);
     if (!v)
       return v.takeError();

@@ -83,13 +83,11 @@ Attrs recvAttrs(int64_t peer, int64_t tag, const TensorType &type,
           {"tag", tag}};
 }
 
-llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
-                                          const std::optional<Mesh> &mesh,
-                                          int64_t rank,
-                                          llvm::ArrayRef<ValueId> held,
-                                          llvm::ArrayRef<TiedMessage> tied,
-                                          const OptimizerConfig &config,
-                                          bool distributed) {
+llvm::Expected<Graph>
+buildStageOptimizer(const Graph &micro, const std::optional<Mesh> &mesh,
+                    int64_t rank, llvm::ArrayRef<ValueId> held,
+                    llvm::ArrayRef<TiedMessage> tied,
+                    const OptimizerConfig &config, bool distributed) {
   auto ownedBy = [&](ValueId p) {
     for (const TiedMessage &m : tied)
       if (m.param == p)
@@ -146,8 +144,7 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
         recvAttrs(m.holder, m.gradTag, t, scope,
                   "pipeline: tied parameter's gradient from pipeline rank " +
                       llvm::Twine(m.holder) + ", added to this rank's"),
-        scope,
-        {"grad." + name + ".from" + std::to_string(m.holder)});
+        scope, {"grad." + name + ".from" + std::to_string(m.holder)});
     ValueId got = out.node(r).results[0];
     out.value(got).sharding = out.value(sum).sharding;
     int32_t a = out.addNode(OpKind::Add, {sum, got}, {t}, {}, scope,
@@ -189,13 +186,13 @@ llvm::Expected<Graph> buildStageOptimizer(const Graph &micro,
                   "optimizer." + name);
     } else if (m.holder == rank) {
       const Value &p = micro.value(m.param);
-      int32_t r = out.addNode(OpKind::Recv, {}, {p.type},
-                              recvAttrs(m.owner, m.newTag, p.type,
-                                        "optimizer." + name,
-                                        "pipeline: tied parameter's new value "
-                                        "from its owner, pipeline rank " +
-                                            llvm::Twine(m.owner)),
-                              "optimizer." + name, {"new." + name});
+      int32_t r =
+          out.addNode(OpKind::Recv, {}, {p.type},
+                      recvAttrs(m.owner, m.newTag, p.type, "optimizer." + name,
+                                "pipeline: tied parameter's new value "
+                                "from its owner, pipeline rank " +
+                                    llvm::Twine(m.owner)),
+                      "optimizer." + name, {"new." + name});
       out.value(out.node(r).results[0]).sharding = p.sharding;
       outputs.push_back(out.node(r).results[0]);
     }

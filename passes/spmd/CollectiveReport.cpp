@@ -1,4 +1,5 @@
-//===- CollectiveReport.cpp - Every collective of a training step ----------===//
+//===- CollectiveReport.cpp - Every collective of a training step
+//----------===//
 #include "passes/spmd/CollectiveReport.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -42,15 +43,14 @@ void listCollectives(const Graph &program, llvm::StringRef label,
                         ? n.results[0]
                         : n.operands[0];
     u.value =
-        program.value(n.op == OpKind::Send ? n.operands[0] : n.results[0])
-            .name;
+        program.value(n.op == OpKind::Send ? n.operands[0] : n.results[0]).name;
     u.bytes = program.value(moved).type.bytes();
     if (p2p) {
       u.groupSize = 2;
       u.group += " peer " + std::to_string(n.attrs.getInt("peer"));
     } else {
-      u.reduce = n.op == OpKind::AllReduce ? n.attrs.getString("reduce", "sum")
-                                           : "";
+      u.reduce =
+          n.op == OpKind::AllReduce ? n.attrs.getString("reduce", "sum") : "";
       u.groupSize = 1;
       for (const std::string &a : axes)
         u.groupSize *= program.mesh ? program.mesh->axisSize(a) : 1;

@@ -1,4 +1,5 @@
-//===- CollectiveReport.h - Every collective of a training step ------------===//
+//===- CollectiveReport.h - Every collective of a training step
+//------------===//
 //
 // What `strata inspect PLAN --collectives` prints: each communication node of
 // the step's programs (all_reduce, all_gather, reduce_scatter, all_to_all,
@@ -27,17 +28,17 @@ namespace strata {
 
 /// One collective node of one program.
 struct CollectiveUse {
-  std::string program;   // e.g. "stage 0 F"
-  int64_t runsPerStep;   // times the program runs per optimizer step
-  std::string op;        // "all_reduce", "send", ...
-  std::string reduce;    // all_reduce's "sum" / "max", else empty
-  std::string group;     // "tp", "dp,tp", "pp peer 1"
-  int64_t groupSize;     // devices in the group (2 for send/recv)
-  int64_t bytes;         // per call, see the file comment
-  int64_t sentBytes;     // per call and device
-  std::string src;       // scope whose value it moves (may be empty)
-  std::string reason;    // why it is there (may be empty)
-  std::string value;     // the result (or operand, for send) it produces
+  std::string program; // e.g. "stage 0 F"
+  int64_t runsPerStep; // times the program runs per optimizer step
+  std::string op;      // "all_reduce", "send", ...
+  std::string reduce;  // all_reduce's "sum" / "max", else empty
+  std::string group;   // "tp", "dp,tp", "pp peer 1"
+  int64_t groupSize;   // devices in the group (2 for send/recv)
+  int64_t bytes;       // per call, see the file comment
+  int64_t sentBytes;   // per call and device
+  std::string src;     // scope whose value it moves (may be empty)
+  std::string reason;  // why it is there (may be empty)
+  std::string value;   // the result (or operand, for send) it produces
 };
 
 /// Totals over a step for one group (`group` without the peer for send/recv).

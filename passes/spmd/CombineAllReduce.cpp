@@ -1,4 +1,5 @@
-//===- CombineAllReduce.cpp - One all_reduce for many small ones -----------===//
+//===- CombineAllReduce.cpp - One all_reduce for many small ones
+//-----------===//
 #include "passes/spmd/CombineAllReduce.h"
 
 #include "passes/PassManager.h"
@@ -23,9 +24,8 @@ struct Group {
 std::string keyOf(const Graph &g, const Node &n) {
   StrList axes = n.attrs.getStrings("axes");
   llvm::sort(axes);
-  return llvm::join(axes, ",") + "|" +
-         n.attrs.getString("reduce", "sum") + "|" +
-         dtypeName(g.type(n.operands[0]).dtype).str();
+  return llvm::join(axes, ",") + "|" + n.attrs.getString("reduce", "sum") +
+         "|" + dtypeName(g.type(n.operands[0]).dtype).str();
 }
 
 /// Greedy groups of the all_reduces with key `key` (see the header);
@@ -34,8 +34,7 @@ std::string keyOf(const Graph &g, const Node &n) {
 /// earlier to the later: merging them cannot make a cycle. (Groups of two
 /// keys at once could: a1 -> b2 and b1 -> a2.)
 std::vector<Group> findGroups(const Graph &g, llvm::StringRef key,
-                              int64_t maxBytes,
-                              std::vector<int32_t> &groupOf) {
+                              int64_t maxBytes, std::vector<int32_t> &groupOf) {
   std::vector<Group> groups;
   groupOf.assign(g.nodes().size(), -1);
   // The groups each value depends on through a member's result (sorted).
@@ -97,9 +96,9 @@ void emitGroup(const Graph &src, const Group &group, GraphCopier &c) {
     ValueId in = c.mapped(n.operands[0]);
     int64_t count = dst.type(in).numElements();
     TensorType t{dtype, {count}};
-    int32_t r = dst.addNode(OpKind::Reshape, {in}, {t},
-                            {{"shape", IntList{count}}}, n.scope,
-                            {fresh(dst.value(in).name + ".flat")});
+    int32_t r =
+        dst.addNode(OpKind::Reshape, {in}, {t}, {{"shape", IntList{count}}},
+                    n.scope, {fresh(dst.value(in).name + ".flat")});
     flat.push_back(dst.node(r).results[0]);
     if (!llvm::is_contained(names, n.scope))
       names.push_back(n.scope);
@@ -116,14 +115,13 @@ void emitGroup(const Graph &src, const Group &group, GraphCopier &c) {
   if (!llvm::all_of(names, [&](llvm::StringRef s) {
         return s.size() == scope.size() || s[scope.size()] == '.';
       }))
-    scope = scope.take_front(scope.rfind('.') == llvm::StringRef::npos
-                                 ? 0
-                                 : scope.rfind('.'));
-  std::string list =
-      names.size() <= 4
-          ? llvm::join(names, ", ")
-          : llvm::join(names.begin(), names.begin() + 3, ", ") + ", ... " +
-                std::to_string(names.size()) + " scopes";
+    scope = scope.take_front(
+        scope.rfind('.') == llvm::StringRef::npos ? 0 : scope.rfind('.'));
+  std::string list = names.size() <= 4
+                         ? llvm::join(names, ", ")
+                         : llvm::join(names.begin(), names.begin() + 3, ", ") +
+                               ", ... " + std::to_string(names.size()) +
+                               " scopes";
   TensorType all{dtype, {total}};
   int32_t cat = dst.addNode(OpKind::Concat, flat, {all}, {{"dim", int64_t(0)}},
                             scope, {fresh("combined.in")});
@@ -135,23 +133,21 @@ void emitGroup(const Graph &src, const Group &group, GraphCopier &c) {
                           .str());
   attrs.set("src", scope.str());
   int32_t red = dst.addNode(OpKind::AllReduce, {dst.node(cat).results[0]},
-                            {all}, attrs, scope,
-                            {fresh("combined.out")});
+                            {all}, attrs, scope, {fresh("combined.out")});
   ValueId reduced = dst.node(red).results[0];
   int64_t start = 0;
   for (int32_t m : group.members) {
     const Node &n = src.node(m);
     const Value &out = src.value(n.results[0]);
     int64_t count = out.type.numElements();
-    int32_t s = dst.addNode(
-        OpKind::Slice, {reduced}, {TensorType{dtype, {count}}},
-        {{"dim", int64_t(0)}, {"start", start}, {"size", count}}, n.scope,
-        {fresh(out.name + ".part")});
-    int32_t r = dst.addNode(OpKind::Reshape, {dst.node(s).results[0]},
-                            {out.type},
-                            {{"shape", IntList(out.type.shape.begin(),
-                                               out.type.shape.end())}},
-                            n.scope, {out.name});
+    int32_t s =
+        dst.addNode(OpKind::Slice, {reduced}, {TensorType{dtype, {count}}},
+                    {{"dim", int64_t(0)}, {"start", start}, {"size", count}},
+                    n.scope, {fresh(out.name + ".part")});
+    int32_t r = dst.addNode(
+        OpKind::Reshape, {dst.node(s).results[0]}, {out.type},
+        {{"shape", IntList(out.type.shape.begin(), out.type.shape.end())}},
+        n.scope, {out.name});
     ValueId back = dst.node(r).results[0];
     dst.value(back).sharding = out.sharding;
     c.setMapped(n.results[0], back);
@@ -223,7 +219,7 @@ int64_t combineKey(Graph &g, llvm::StringRef key, int64_t maxBytes) {
                               groups[groupOf[nodes[0]]].members.size() == 1))
       c.copyNode(nodes[0]);
     else
-        emitGroup(g, groups[groupOf[nodes[0]]], c);
+      emitGroup(g, groups[groupOf[nodes[0]]], c);
     for (int32_t s : succ[u])
       if (--indegree[s] == 0)
         ready.push({position[s], s});
@@ -276,8 +272,7 @@ void registerCombineAllReducePass() {
       {"combine-all-reduce",
        "merge independent all_reduces of one group into one call "
        "{bucket_bytes=N}",
-       [](const PassOptions &options)
-           -> llvm::Expected<std::unique_ptr<Pass>> {
+       [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
          if (auto e = checkPassOptions("combine-all-reduce", options,
                                        {"bucket_bytes"}))
            return e;

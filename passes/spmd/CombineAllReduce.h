@@ -1,4 +1,5 @@
-//===- CombineAllReduce.h - One all_reduce for many small ones -------------===//
+//===- CombineAllReduce.h - One all_reduce for many small ones
+//-------------===//
 //
 // `combine-all-reduce` merges independent all_reduce nodes of the same
 // axes, reduce kind and dtype into one: their operands flattened and
@@ -35,7 +36,7 @@ int64_t combineAllReduces(Graph &g,
                           int64_t maxBytes = kDefaultAllReduceBucketBytes);
 
 /// The `combine-all-reduce` pass, {bucket_bytes=N}.
-std::unique_ptr<Pass> createCombineAllReducePass(
-    int64_t maxBytes = kDefaultAllReduceBucketBytes);
+std::unique_ptr<Pass>
+createCombineAllReducePass(int64_t maxBytes = kDefaultAllReduceBucketBytes);
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- DistributedOptimizer.h - The optimizer graph under data parallelism -===//
+//===- DistributedOptimizer.h - The optimizer graph under data parallelism
+//-===//
 //
 // How the AdamW graph (passes/optimizer/OptimizerGraph.h) is laid out over
 // dp before the spmd partitioner runs on it:

@@ -1,4 +1,5 @@
-//===- DotHandler.cpp - Partitioning matmul --------------------------------===//
+//===- DotHandler.cpp - Partitioning matmul
+//--------------------------------===//
 //
 // matmul(a[..., M, K], b[..., K, N]) (transposes folded in). The dims of the
 // result are a's batch dims, M and N; K is contracted. Each mesh axis may
@@ -24,9 +25,9 @@ namespace {
 /// Where an operand's dims sit among the matmul's roles.
 struct Roles {
   int64_t rank;
-  int64_t rows;   // M for a, N for b
-  int64_t inner;  // K
-  int64_t batch;  // number of leading batch dims
+  int64_t rows;  // M for a, N for b
+  int64_t inner; // K
+  int64_t batch; // number of leading batch dims
 };
 
 Roles rolesOf(int64_t rank, bool transposed, bool isLhs, bool hasBatch) {
@@ -42,8 +43,8 @@ llvm::Error partitionMatMul(Partitioner &p) {
   ValueId a = p.operand(0), b = p.operand(1);
   TensorType at = p.globalType(a), bt = p.globalType(b);
   Roles ra = rolesOf(at.rank(), n.attrs.getBool("transpose_a"), true, true);
-  Roles rb = rolesOf(bt.rank(), n.attrs.getBool("transpose_b"), false,
-                     bt.rank() > 2);
+  Roles rb =
+      rolesOf(bt.rank(), n.attrs.getBool("transpose_b"), false, bt.rank() > 2);
   const Sharding &sa = p.sharding(a), &sb = p.sharding(b);
 
   // Slots: batch dims, then M, N, K.
@@ -53,12 +54,15 @@ llvm::Error partitionMatMul(Partitioner &p) {
   auto claim = [&](const Sharding &s, const Roles &r, int64_t rowsSlot) {
     auto take = [&](int64_t slot, int64_t dim) {
       const DimAxes &axes = s.dims[dim];
-      if (axes.empty() || !slots[slot].empty()) return;
+      if (axes.empty() || !slots[slot].empty())
+        return;
       for (const std::string &ax : axes)
-        if (usesAxis(slots, ax)) return;
+        if (usesAxis(slots, ax))
+          return;
       slots[slot] = axes;
     };
-    for (int64_t i = 0; i < r.batch; ++i) take(i, i);
+    for (int64_t i = 0; i < r.batch; ++i)
+      take(i, i);
     take(rowsSlot, r.rows);
     take(K, r.inner);
   };
@@ -78,29 +82,36 @@ llvm::Error partitionMatMul(Partitioner &p) {
                 (sb.partial.empty() || at.numElements() >= bt.numElements());
   bool bKeeps = !aKeeps && !sb.partial.empty();
   DimAxes pass = aKeeps ? sa.partial : bKeeps ? sb.partial : DimAxes();
-  llvm::erase_if(pass, [&](const std::string &ax) { return usesAxis(slots, ax); });
+  llvm::erase_if(pass,
+                 [&](const std::string &ax) { return usesAxis(slots, ax); });
 
   auto target = [&](const Roles &r, int64_t rowsSlot, bool keeps) {
     Sharding s = Sharding::replicated(r.rank);
-    for (int64_t i = 0; i < r.batch; ++i) s.dims[i] = slots[i];
+    for (int64_t i = 0; i < r.batch; ++i)
+      s.dims[i] = slots[i];
     s.dims[r.rows] = slots[rowsSlot];
     s.dims[r.inner] = slots[K];
-    if (keeps) s.partial = pass;
+    if (keeps)
+      s.partial = pass;
     return s;
   };
   auto ax = p.reshard(a, target(ra, M, aKeeps), "matmul (lhs)");
-  if (!ax) return ax.takeError();
+  if (!ax)
+    return ax.takeError();
   auto bx = p.reshard(b, target(rb, N, bKeeps), "matmul (rhs)");
-  if (!bx) return bx.takeError();
+  if (!bx)
+    return bx.takeError();
 
   Sharding result = Sharding::replicated(at.rank());
-  for (int64_t i = 0; i < nb; ++i) result.dims[i] = slots[i];
+  for (int64_t i = 0; i < nb; ++i)
+    result.dims[i] = slots[i];
   result.dims[nb] = slots[M];
   result.dims[nb + 1] = slots[N];
   result.partial = pass;
   result.partial.append(slots[K].begin(), slots[K].end());
   auto out = p.emitResults(OpKind::MatMul, {*ax, *bx}, n.attrs, {result});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   if (!slots[K].empty())
     p.setOrigin(out->front(),
                 {"matmul contraction over " + axesStr(slots[K]), n.scope});

@@ -1,4 +1,5 @@
-//===- Elementwise.cpp - Elementwise ops, creation ops, the shared merge ---===//
+//===- Elementwise.cpp - Elementwise ops, creation ops, the shared merge
+//---===//
 //
 // An elementwise op runs on any layout as long as its operands agree, so the
 // rule only picks one: the operands' splits merged in priority order (a split
@@ -18,13 +19,15 @@ Sharding alignedSharding(const Dims &dims, llvm::ArrayRef<int64_t> shape,
   size_t off = shape.size() - t.shape.size();
   Sharding s = Sharding::replicated(t.rank());
   for (size_t j = 0; j < t.shape.size(); ++j)
-    if (t.shape[j] == shape[j + off]) s.dims[j] = dims[j + off];
+    if (t.shape[j] == shape[j + off])
+      s.dims[j] = dims[j + off];
   return s;
 }
 
 void inheritOrigin(Partitioner &p, llvm::ArrayRef<ValueId> operands,
                    ValueId v) {
-  if (p.sharding(v).partial.empty()) return;
+  if (p.sharding(v).partial.empty())
+    return;
   for (ValueId x : operands)
     if (const PartialOrigin *o = p.origin(x)) {
       p.setOrigin(v, *o);
@@ -32,20 +35,21 @@ void inheritOrigin(Partitioner &p, llvm::ArrayRef<ValueId> operands,
     }
 }
 
-llvm::Expected<ElementwisePlan>
-planElementwise(Partitioner &p, const ElementwiseSpec &spec,
-                llvm::ArrayRef<int64_t> shape) {
+llvm::Expected<ElementwisePlan> planElementwise(Partitioner &p,
+                                                const ElementwiseSpec &spec,
+                                                llvm::ArrayRef<int64_t> shape) {
   const Node &n = p.node();
   unsigned count = n.operands.size();
   llvm::SmallVector<unsigned, 4> order(spec.order);
   if (order.empty())
-    for (unsigned i = 0; i < count; ++i) order.push_back(i);
+    for (unsigned i = 0; i < count; ++i)
+      order.push_back(i);
   auto whole = [&](size_t d) {
     return llvm::is_contained(spec.wholeDims, int64_t(d));
   };
   auto used = [](const Dims &dims, const DimAxes &axes) {
-    return llvm::any_of(axes,
-                        [&](const std::string &a) { return usesAxis(dims, a); });
+    return llvm::any_of(
+        axes, [&](const std::string &a) { return usesAxis(dims, a); });
   };
 
   // Operands whose partial sums were already reduced for another consumer
@@ -121,10 +125,12 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
   for (unsigned i = 0; i < count; ++i) {
     ValueId x = xs[i];
     Sharding target = alignedSharding(dims, shape, p.globalType(x));
-    if (carries[i]) target.partial = pass;
+    if (carries[i])
+      target.partial = pass;
     auto r = p.reshard(x, target,
                        opName(n.op) + " (operand " + llvm::Twine(i) + ")");
-    if (!r) return r.takeError();
+    if (!r)
+      return r.takeError();
     plan.operands.push_back(*r);
   }
   return plan;
@@ -133,11 +139,14 @@ planElementwise(Partitioner &p, const ElementwiseSpec &spec,
 llvm::Error partitionElementwise(Partitioner &p, Linearity linearity) {
   const Node &n = p.node();
   auto plan = planElementwise(p, {linearity, {}, {}}, p.resultType().shape);
-  if (!plan) return plan.takeError();
+  if (!plan)
+    return plan.takeError();
   llvm::SmallVector<Sharding, 3> shardings(n.results.size(), plan->result);
   auto out = p.emitResults(n.op, plan->operands, n.attrs, shardings);
-  if (!out) return out.takeError();
-  for (ValueId v : *out) inheritOrigin(p, plan->operands, v);
+  if (!out)
+    return out.takeError();
+  for (ValueId v : *out)
+    inheritOrigin(p, plan->operands, v);
   return llvm::Error::success();
 }
 
@@ -150,8 +159,9 @@ llvm::Error partitionCreation(Partitioner &p) {
       const DimAxes &axes = (*h)[d];
       bool taken = llvm::any_of(
           axes, [&](const std::string &a) { return usesAxis(s.dims, a); });
-      bool iotaDim = n.op == OpKind::Iota &&
-                     (n.attrs.getInt("dim") + t.rank()) % t.rank() == int64_t(d);
+      bool iotaDim =
+          n.op == OpKind::Iota &&
+          (n.attrs.getInt("dim") + t.rank()) % t.rank() == int64_t(d);
       if (!taken && !iotaDim && t.shape[d] % groupSize(p.mesh(), axes) == 0)
         s.dims[d] = axes;
     }

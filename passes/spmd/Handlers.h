@@ -1,4 +1,5 @@
-//===- Handlers.h - Per-op partitioning rules of the spmd pass -------------===//
+//===- Handlers.h - Per-op partitioning rules of the spmd pass
+//-------------===//
 //
 // A handler partitions the partitioner's current node: it picks the operand
 // layouts it needs (Partitioner::reshard), emits the local node(s) and binds
@@ -39,9 +40,9 @@ struct ElementwisePlan {
 /// the result hint where it turns a partial-sum reduction into a
 /// reduce-scatter, and reshards the operands. `shape` is the logical shape
 /// operands broadcast against (the result's).
-llvm::Expected<ElementwisePlan>
-planElementwise(Partitioner &p, const ElementwiseSpec &spec,
-                llvm::ArrayRef<int64_t> shape);
+llvm::Expected<ElementwisePlan> planElementwise(Partitioner &p,
+                                                const ElementwiseSpec &spec,
+                                                llvm::ArrayRef<int64_t> shape);
 
 /// The layout of an operand of logical type `t` broadcast against `shape`
 /// under result dims `dims` (broadcast dims are whole).

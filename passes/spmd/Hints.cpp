@@ -1,4 +1,5 @@
-//===- Hints.cpp - Layouts pulled backward from annotations and outputs ----===//
+//===- Hints.cpp - Layouts pulled backward from annotations and outputs
+//----===//
 //
 // The partitioner decides in program order, from operands. Two decisions need
 // to know what comes later: whether a pending partial sum should be reduced
@@ -29,23 +30,27 @@ computeHints(const Graph &g, const Mesh &mesh,
              llvm::ArrayRef<std::optional<Dims>> outputNeeds) {
   std::vector<std::optional<Dims>> hints(g.numValues());
   for (size_t i = 0; i < g.outputs().size(); ++i)
-    if (outputNeeds[i]) hints[g.outputs()[i]] = outputNeeds[i];
+    if (outputNeeds[i])
+      hints[g.outputs()[i]] = outputNeeds[i];
   for (size_t v = 0; v < g.numValues(); ++v)
     if (g.value(v).sharding && !g.value(v).isInput())
       hints[v] = dropTrivialAxes(*g.value(v).sharding, mesh).dims;
 
   auto users = g.users();
   for (const Node &n : llvm::reverse(g.nodes())) {
-    if (!keepsDims(n.op) || !hints[n.results[0]]) continue;
+    if (!keepsDims(n.op) || !hints[n.results[0]])
+      continue;
     const Dims &h = *hints[n.results[0]];
     const Shape &shape = g.type(n.results[0]).shape;
     for (ValueId x : n.operands) {
-      if (hints[x] || users[x].size() != 1) continue;
+      if (hints[x] || users[x].size() != 1)
+        continue;
       const Shape &xs = g.type(x).shape;
       size_t off = shape.size() - xs.size();
       Dims dims(xs.size());
       for (size_t j = 0; j < xs.size(); ++j)
-        if (xs[j] == shape[j + off]) dims[j] = h[j + off];
+        if (xs[j] == shape[j + off])
+          dims[j] = h[j + off];
       hints[x] = std::move(dims);
     }
   }

@@ -1,4 +1,5 @@
-//===- MegatronSeeds.cpp - The `megatron-seeds` pass -----------------------===//
+//===- MegatronSeeds.cpp - The `megatron-seeds` pass
+//-----------------------===//
 //
 // Megatron-LM's tensor-parallel layout (Shoeybi et al. 2019), by the
 // parameter names of docs/models.md (`layers.<i>.` prefixes allowed):
@@ -43,28 +44,40 @@ Role roleOf(llvm::StringRef name, bool replicateKv) {
     return name == suffix || name.endswith(("." + suffix).str());
   };
   for (const char *s : {"attn.k.w", "attn.v.w", "attn.k.b", "attn.v.b"})
-    if (replicateKv && is(s)) return Role::Whole;
+    if (replicateKv && is(s))
+      return Role::Whole;
   for (const char *s : {"attn.q.w", "attn.k.w", "attn.v.w", "mlp.fc1.w",
                         "mlp.gate.w", "mlp.up.w"})
-    if (is(s)) return Role::Column;
+    if (is(s))
+      return Role::Column;
   for (const char *s : {"attn.q.b", "attn.k.b", "attn.v.b", "mlp.fc1.b"})
-    if (is(s)) return Role::ColumnBias;
+    if (is(s))
+      return Role::ColumnBias;
   for (const char *s : {"attn.o.w", "mlp.fc2.w", "mlp.down.w"})
-    if (is(s)) return Role::Row;
-  if (name == "wte") return Role::VocabRows;
-  if (name == "lm_head.w") return Role::VocabCols;
+    if (is(s))
+      return Role::Row;
+  if (name == "wte")
+    return Role::VocabRows;
+  if (name == "lm_head.w")
+    return Role::VocabCols;
   return Role::Whole;
 }
 
 /// The dim a role splits over tp, and what that dim is, for messages.
 std::pair<int64_t, const char *> splitDim(Role r) {
   switch (r) {
-  case Role::Column: return {1, "output features (column-parallel)"};
-  case Role::ColumnBias: return {0, "features (column-parallel bias)"};
-  case Role::Row: return {0, "input features (row-parallel)"};
-  case Role::VocabRows: return {0, "padded vocab rows (vocab-parallel embedding)"};
-  case Role::VocabCols: return {1, "padded vocab columns (vocab-parallel LM head)"};
-  case Role::Whole: break;
+  case Role::Column:
+    return {1, "output features (column-parallel)"};
+  case Role::ColumnBias:
+    return {0, "features (column-parallel bias)"};
+  case Role::Row:
+    return {0, "input features (row-parallel)"};
+  case Role::VocabRows:
+    return {0, "padded vocab rows (vocab-parallel embedding)"};
+  case Role::VocabCols:
+    return {1, "padded vocab columns (vocab-parallel LM head)"};
+  case Role::Whole:
+    break;
   }
   return {-1, ""};
 }
@@ -76,14 +89,16 @@ std::string str(int64_t v) { return std::to_string(v); }
 llvm::Error checkHeads(const Graph &g, int64_t tp, bool &replicateKv) {
   replicateKv = false;
   for (const Node &n : g.nodes()) {
-    if (n.op != OpKind::Attention) continue;
+    if (n.op != OpKind::Attention)
+      continue;
     int64_t nh = g.type(n.operands[0]).shape[2];
     int64_t nkv = g.type(n.operands[1]).shape[2];
     if (nh % tp)
       return err("attention heads " + str(nh) + " (" + n.scope +
                  ") not divisible by tp " + str(tp) +
                  " (each tp rank computes heads/tp whole heads; use a tp that "
-                 "divides " + str(nh) + ")");
+                 "divides " +
+                 str(nh) + ")");
     if (nkv % tp && tp % nkv)
       return err("KV heads " + str(nkv) + " (" + n.scope +
                  ") neither divisible by tp " + str(tp) +
@@ -119,7 +134,8 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
   if (g.partitioned)
     return err("the graph is already partitioned (seed the logical graph)");
   bool replicateKv = false;
-  if (auto e = checkHeads(g, o.tp, replicateKv)) return e;
+  if (auto e = checkHeads(g, o.tp, replicateKv))
+    return e;
 
   llvm::DenseMap<ValueId, Sharding> seeds;
   for (ValueId v : g.inputs()) {
@@ -134,7 +150,8 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
                      in.type.str() + ": " + str(in.type.shape[dim]) +
                      " not divisible by tp " + str(o.tp) +
                      " (each tp rank owns 1/tp of them; use a tp that "
-                     "divides " + str(in.type.shape[dim]) +
+                     "divides " +
+                     str(in.type.shape[dim]) +
                      (role == Role::VocabRows || role == Role::VocabCols
                           ? ", or set make_vocab_size_divisible_by to a "
                             "multiple of tp)"
@@ -146,7 +163,8 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
         return err("batch " + str(in.type.shape[0]) + " of %" + in.name +
                    " not divisible by dp " + str(o.dp) +
                    " (each dp rank takes batch/dp sequences; use a "
-                   "micro-batch size divisible by " + str(o.dp) + ")");
+                   "micro-batch size divisible by " +
+                   str(o.dp) + ")");
       s.dims[0] = {"dp"};
     }
     seeds[v] = std::move(s);
@@ -161,7 +179,8 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
         return err("sequence length " + str(seq) + " not divisible by tp " +
                    str(o.tp) +
                    " (sequence parallelism splits the sequence over tp; use "
-                   "a tp that divides " + str(seq) + ", or sp=0)");
+                   "a tp that divides " +
+                   str(seq) + ", or sp=0)");
     }
   }
 
@@ -169,10 +188,12 @@ llvm::Error seedMegatron(Graph &g, const MegatronSeedOptions &o) {
   Mesh mesh;
   mesh.axes = {{"dp", o.dp}, {"tp", o.tp}};
   g.mesh = mesh;
-  for (auto &[v, s] : seeds) g.value(v).sharding = s;
+  for (auto &[v, s] : seeds)
+    g.value(v).sharding = s;
   for (ValueId v : spValues) {
     Sharding s = Sharding::replicated(3);
-    if (o.dp > 1) s.dims[0] = {"dp"};
+    if (o.dp > 1)
+      s.dims[0] = {"dp"};
     s.dims[1] = {"tp"};
     g.value(v).sharding = s;
   }
@@ -185,7 +206,8 @@ public:
   explicit MegatronSeedsPass(MegatronSeedOptions o) : options_(o) {}
   llvm::StringRef name() const override { return "megatron-seeds"; }
   llvm::Expected<bool> run(Graph &g) override {
-    if (auto e = seedMegatron(g, options_)) return e;
+    if (auto e = seedMegatron(g, options_))
+      return e;
     return true;
   }
 
@@ -196,7 +218,8 @@ private:
 llvm::Expected<int64_t> intOption(const PassOptions &o, llvm::StringRef key,
                                   int64_t def) {
   auto it = o.find(key);
-  if (it == o.end()) return def;
+  if (it == o.end())
+    return def;
   int64_t v;
   if (llvm::StringRef(it->second).getAsInteger(10, v))
     return err("option " + key + "='" + it->second + "' is not an integer");
@@ -218,11 +241,14 @@ void registerMegatronSeedsPass() {
            return e;
          MegatronSeedOptions options;
          auto tp = intOption(o, "tp", 1);
-         if (!tp) return tp.takeError();
+         if (!tp)
+           return tp.takeError();
          auto dp = intOption(o, "dp", 1);
-         if (!dp) return dp.takeError();
+         if (!dp)
+           return dp.takeError();
          auto sp = intOption(o, "sp", 0);
-         if (!sp) return sp.takeError();
+         if (!sp)
+           return sp.takeError();
          if (*sp != 0 && *sp != 1)
            return err("option sp must be 0 or 1 (got " + str(*sp) + ")");
          if (*tp < 1 || *dp < 1)

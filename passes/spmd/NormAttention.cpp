@@ -1,4 +1,5 @@
-//===- NormAttention.cpp - Norms, softmax, attention and rope --------------===//
+//===- NormAttention.cpp - Norms, softmax, attention and rope
+//--------------===//
 //
 //  - layer_norm / rms_norm / softmax normalize the last dim: it must be
 //    whole; the other dims keep any split (sequence parallelism runs the
@@ -31,12 +32,14 @@ namespace strata::spmd {
 llvm::Error partitionNorm(Partitioner &p) {
   const Node &n = p.node();
   const TensorType &t = p.resultType();
-  Linearity lin = n.op == OpKind::SoftmaxGrad ? Linearity::First
-                                              : Linearity::None;
+  Linearity lin =
+      n.op == OpKind::SoftmaxGrad ? Linearity::First : Linearity::None;
   auto plan = planElementwise(p, {lin, {t.rank() - 1}, {}}, t.shape);
-  if (!plan) return plan.takeError();
+  if (!plan)
+    return plan.takeError();
   auto out = p.emitResults(n.op, plan->operands, n.attrs, {plan->result});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   inheritOrigin(p, plan->operands, out->front());
   return llvm::Error::success();
 }
@@ -46,23 +49,26 @@ llvm::Error partitionNormGrad(Partitioner &p) {
   // (dy, x, w[, b]) -> (dx, dw[, db]); x leads.
   const TensorType &xt = p.resultType(0);
   llvm::SmallVector<unsigned, 4> order{1, 0};
-  for (unsigned i = 2; i < n.operands.size(); ++i) order.push_back(i);
-  auto plan = planElementwise(p, {Linearity::None, {xt.rank() - 1}, order},
-                              xt.shape);
-  if (!plan) return plan.takeError();
+  for (unsigned i = 2; i < n.operands.size(); ++i)
+    order.push_back(i);
+  auto plan =
+      planElementwise(p, {Linearity::None, {xt.rank() - 1}, order}, xt.shape);
+  if (!plan)
+    return plan.takeError();
   Sharding weights = Sharding::replicated(1);
   for (const DimAxes &axes : plan->result.dims)
     weights.partial.append(axes.begin(), axes.end());
   llvm::SmallVector<Sharding, 3> shardings{plan->result};
   shardings.resize(n.results.size(), weights);
   auto out = p.emitResults(n.op, plan->operands, n.attrs, shardings);
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   for (size_t i = 1; i < out->size(); ++i)
     if (!weights.partial.empty())
-      p.setOrigin((*out)[i],
-                  {opName(n.op).str() + " weight gradient over rows split over " +
-                       axesStr(weights.partial),
-                   n.scope});
+      p.setOrigin((*out)[i], {opName(n.op).str() +
+                                  " weight gradient over rows split over " +
+                                  axesStr(weights.partial),
+                              n.scope});
   return llvm::Error::success();
 }
 
@@ -80,19 +86,23 @@ llvm::Expected<ValueId> kvSelector(Partitioner &p, const DimAxes &heads,
                       {"dim", int64_t(0)},
                       {"dtype", std::string("i32")}},
                      Sharding::replicated(2));
-  if (!idx) return idx.takeError();
+  if (!idx)
+    return idx.takeError();
   auto flat = p.emit1(OpKind::Reshape, {*idx}, {{"shape", IntList{ways}}},
                       Sharding::replicated(1));
-  if (!flat) return flat.takeError();
-  auto mine = p.emit1(OpKind::ShardSlice, {*flat},
-                      {{"dim", int64_t(0)},
-                       {"axes", StrList(heads.begin(), heads.end())}},
-                      makeSharding({heads}));
-  if (!mine) return mine.takeError();
+  if (!flat)
+    return flat.takeError();
+  auto mine = p.emit1(
+      OpKind::ShardSlice, {*flat},
+      {{"dim", int64_t(0)}, {"axes", StrList(heads.begin(), heads.end())}},
+      makeSharding({heads}));
+  if (!mine)
+    return mine.takeError();
   auto hot = p.emit1(OpKind::OneHot, {*mine},
                      {{"classes", nkv}, {"dtype", dtypeName(dt).str()}},
                      makeSharding({heads, {}}));
-  if (!hot) return hot.takeError();
+  if (!hot)
+    return hot.takeError();
   return p.emit1(OpKind::Reshape, {*hot}, {{"shape", IntList{1, 1, nkv, 1}}},
                  makeSharding({heads, {}, {}, {}}));
 }
@@ -102,9 +112,10 @@ llvm::Expected<ValueId> kvSelector(Partitioner &p, const DimAxes &heads,
 llvm::Expected<ValueId> selectKvHead(Partitioner &p, ValueId x, ValueId sel,
                                      const DimAxes &batch,
                                      const DimAxes &heads) {
-  auto masked = p.emit1(OpKind::Mul, {x, sel}, {},
-                        makeSharding({batch, {}, {}, {}}));
-  if (!masked) return masked.takeError();
+  auto masked =
+      p.emit1(OpKind::Mul, {x, sel}, {}, makeSharding({batch, {}, {}, {}}));
+  if (!masked)
+    return masked.takeError();
   return p.emit1(OpKind::ReduceSum, {*masked},
                  {{"axes", IntList{2}}, {"keepdim", true}},
                  makeSharding({batch, {}, heads, {}}));
@@ -121,13 +132,15 @@ llvm::Error partitionReplicatedKv(Partitioner &p, llvm::ArrayRef<ValueId> ops,
   ValueId sel = -1;
   if (nkv > 1) {
     auto s = kvSelector(p, heads, nkv, p.type(ops[qi]).dtype);
-    if (!s) return s.takeError();
+    if (!s)
+      return s.takeError();
     sel = *s;
   }
   llvm::SmallVector<ValueId, 4> operands(ops.begin(), ops.end());
   for (unsigned i = qi + 1; i < qi + 3 && nkv > 1; ++i) {
     auto x = selectKvHead(p, ops[i], sel, batch, heads);
-    if (!x) return x.takeError();
+    if (!x)
+      return x.takeError();
     operands[i] = *x;
   }
   Sharding split = makeSharding({batch, {}, heads, {}});
@@ -142,7 +155,8 @@ llvm::Error partitionReplicatedKv(Partitioner &p, llvm::ArrayRef<ValueId> ops,
                        n.scope};
   if (nkv == 1) {
     auto r = p.emitResults(n.op, operands, n.attrs, {split, partial, partial});
-    if (!r) return r.takeError();
+    if (!r)
+      return r.takeError();
     p.setOrigin((*r)[1], origin);
     p.setOrigin((*r)[2], origin);
     return llvm::Error::success();
@@ -153,14 +167,18 @@ llvm::Error partitionReplicatedKv(Partitioner &p, llvm::ArrayRef<ValueId> ops,
     names.push_back(i ? p.freshName(name + ".head") : name);
   }
   auto r = p.emit(n.op, operands, n.attrs, {split, split, split}, names);
-  if (!r) return r.takeError();
-  if (auto e = p.bind(0, (*r)[0])) return e;
+  if (!r)
+    return r.takeError();
+  if (auto e = p.bind(0, (*r)[0]))
+    return e;
   for (unsigned i = 1; i < 3; ++i) {
     auto d = p.emit1(OpKind::Mul, {(*r)[i], sel}, {}, partial,
                      p.src().value(n.results[i]).name);
-    if (!d) return d.takeError();
+    if (!d)
+      return d.takeError();
     p.setOrigin(*d, origin);
-    if (auto e = p.bind(i, *d)) return e;
+    if (auto e = p.bind(i, *d))
+      return e;
   }
   return llvm::Error::success();
 }
@@ -186,7 +204,7 @@ llvm::Error partitionAttention(Partitioner &p) {
       return llvm::is_contained(heads, a);
     });
   };
-  DimAxes batch = !clashes(sq.dims[0]) ? sq.dims[0]
+  DimAxes batch = !clashes(sq.dims[0])   ? sq.dims[0]
                   : !clashes(sk.dims[0]) ? sk.dims[0]
                                          : DimAxes();
   Sharding layout = makeSharding({batch, {}, heads, {}});
@@ -194,14 +212,14 @@ llvm::Error partitionAttention(Partitioner &p) {
   llvm::SmallVector<ValueId, 4> operands;
   for (unsigned i = 0; i < n.operands.size(); ++i) {
     bool kv = i == qi + 1 || i == qi + 2;
-    auto r = p.reshard(p.operand(i),
-                       replicate && kv ? makeSharding({batch, {}, {}, {}})
-                                       : layout,
-                       opName(n.op) + (replicate && kv
-                                           ? " (KV heads replicated over " +
-                                                 axesStr(heads) + ")"
-                                           : " (split by batch and heads only)"));
-    if (!r) return r.takeError();
+    auto r = p.reshard(
+        p.operand(i),
+        replicate && kv ? makeSharding({batch, {}, {}, {}}) : layout,
+        opName(n.op) + (replicate && kv ? " (KV heads replicated over " +
+                                              axesStr(heads) + ")"
+                                        : " (split by batch and heads only)"));
+    if (!r)
+      return r.takeError();
     operands.push_back(*r);
   }
   if (replicate)
@@ -214,9 +232,11 @@ llvm::Error partitionRope(Partitioner &p) {
   const Node &n = p.node();
   auto plan =
       planElementwise(p, {Linearity::First, {1, 3}, {}}, p.resultType().shape);
-  if (!plan) return plan.takeError();
+  if (!plan)
+    return plan.takeError();
   auto out = p.emitResults(n.op, plan->operands, n.attrs, {plan->result});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   inheritOrigin(p, plan->operands, out->front());
   return llvm::Error::success();
 }

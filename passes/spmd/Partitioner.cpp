@@ -1,4 +1,5 @@
-//===- Partitioner.cpp - The SPMD partitioner's walk -----------------------===//
+//===- Partitioner.cpp - The SPMD partitioner's walk
+//-----------------------===//
 //
 // Inputs take their seeded shardings, every node goes through its op's
 // handler (the switch below covers every op of ir/Ops.def), annotated values
@@ -21,7 +22,8 @@ llvm::Error err(const llvm::Twine &msg) {
 
 /// The parameter input whose gradient output `name` is (`grad.<param>`).
 ValueId gradParam(const Graph &g, llvm::StringRef name) {
-  if (!name.consume_front("grad.")) return kNoValue;
+  if (!name.consume_front("grad."))
+    return kNoValue;
   ValueId p = g.lookup(name);
   return p != kNoValue && g.value(p).isInput() && g.value(p).isParam()
              ? p
@@ -56,8 +58,8 @@ void Partitioner::setOrigin(ValueId v, PartialOrigin o) {
 
 std::string Partitioner::freshName(llvm::StringRef hint) {
   std::string name = hint.str();
-  for (int k = 1; dst_.lookup(name) != kNoValue || src_.lookup(name) != kNoValue;
-       ++k)
+  for (int k = 1;
+       dst_.lookup(name) != kNoValue || src_.lookup(name) != kNoValue; ++k)
     name = hint.str() + "." + std::to_string(k);
   return name;
 }
@@ -66,7 +68,8 @@ llvm::Error Partitioner::fail(const llvm::Twine &msg) const {
   std::string what = node_ && !node_->results.empty()
                          ? "%" + src_.value(node_->results[0]).name + " = "
                          : std::string();
-  if (node_) what += opName(node_->op).str() + " (" + node_->scope + "): ";
+  if (node_)
+    what += opName(node_->op).str() + " (" + node_->scope + "): ";
   return err(what + msg);
 }
 
@@ -75,14 +78,17 @@ Partitioner::emit(OpKind op, llvm::ArrayRef<ValueId> operands, Attrs attrs,
                   llvm::ArrayRef<Sharding> shardings,
                   llvm::ArrayRef<std::string> names) {
   llvm::SmallVector<TensorType, 4> types;
-  for (ValueId v : operands) types.push_back(type(v));
+  for (ValueId v : operands)
+    types.push_back(type(v));
   auto results = inferResultTypes(op, types, attrs, &mesh_);
   if (!results)
-    return fail("local " + opName(op) + ": " + llvm::toString(results.takeError()));
+    return fail("local " + opName(op) + ": " +
+                llvm::toString(results.takeError()));
   if (results->size() != shardings.size())
     return fail("internal: " + opName(op) + " needs " +
                 llvm::Twine(results->size()) + " result shardings");
-  if (backward_) attrs.set(kBackwardAttr, true);
+  if (backward_)
+    attrs.set(kBackwardAttr, true);
   std::string base = node_ && !node_->results.empty()
                          ? src_.value(node_->results[0]).name
                          : std::string("v");
@@ -104,12 +110,12 @@ Partitioner::emit(OpKind op, llvm::ArrayRef<ValueId> operands, Attrs attrs,
   return out;
 }
 
-llvm::Expected<ValueId> Partitioner::emit1(OpKind op,
-                                           llvm::ArrayRef<ValueId> operands,
-                                           Attrs attrs, const Sharding &sharding,
-                                           const std::string &name) {
+llvm::Expected<ValueId>
+Partitioner::emit1(OpKind op, llvm::ArrayRef<ValueId> operands, Attrs attrs,
+                   const Sharding &sharding, const std::string &name) {
   auto r = emit(op, operands, std::move(attrs), {sharding}, {name});
-  if (!r) return r.takeError();
+  if (!r)
+    return r.takeError();
   return r->front();
 }
 
@@ -117,11 +123,14 @@ llvm::Expected<llvm::SmallVector<ValueId, 1>>
 Partitioner::emitResults(OpKind op, llvm::ArrayRef<ValueId> operands,
                          Attrs attrs, llvm::ArrayRef<Sharding> shardings) {
   llvm::SmallVector<std::string, 3> names;
-  for (ValueId r : node_->results) names.push_back(src_.value(r).name);
+  for (ValueId r : node_->results)
+    names.push_back(src_.value(r).name);
   auto out = emit(op, operands, std::move(attrs), shardings, names);
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   for (size_t i = 0; i < out->size(); ++i)
-    if (auto e = bind(i, (*out)[i])) return e;
+    if (auto e = bind(i, (*out)[i]))
+      return e;
   return out;
 }
 
@@ -139,44 +148,84 @@ llvm::Error Partitioner::bind(unsigned i, ValueId v) {
 llvm::Error Partitioner::partitionNode() {
   const Node &n = *node_;
   switch (n.op) {
-  case OpKind::Neg: case OpKind::Scale: case OpKind::GeluGrad:
-  case OpKind::SiluGrad: case OpKind::ReluGrad: case OpKind::Div:
-  case OpKind::Dropout: case OpKind::DropoutGrad:
+  case OpKind::Neg:
+  case OpKind::Scale:
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
+  case OpKind::Div:
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad:
     return partitionElementwise(*this, Linearity::First);
-  case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Rsqrt:
-  case OpKind::Tanh: case OpKind::Sigmoid: case OpKind::Relu:
-  case OpKind::Gelu: case OpKind::Silu: case OpKind::Square: case OpKind::Cast:
-  case OpKind::Maximum: case OpKind::Minimum: case OpKind::AdamWUpdate:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Square:
+  case OpKind::Cast:
+  case OpKind::Maximum:
+  case OpKind::Minimum:
+  case OpKind::AdamWUpdate:
     return partitionElementwise(*this, Linearity::None);
-  case OpKind::Add: case OpKind::Sub:
+  case OpKind::Add:
+  case OpKind::Sub:
     return partitionElementwise(*this, Linearity::Sum);
   case OpKind::Mul:
     return partitionElementwise(*this, Linearity::OneFactor);
-  case OpKind::Fill: case OpKind::Iota:
+  case OpKind::Fill:
+  case OpKind::Iota:
     return partitionCreation(*this);
-  case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean:
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMean:
     return partitionReduce(*this);
-  case OpKind::MatMul: return partitionMatMul(*this);
-  case OpKind::Reshape: return partitionReshape(*this);
-  case OpKind::Transpose: return partitionTranspose(*this);
-  case OpKind::Broadcast: return partitionBroadcast(*this);
-  case OpKind::Slice: return partitionSlice(*this);
-  case OpKind::Concat: return partitionConcat(*this);
-  case OpKind::Gather: return partitionGather(*this);
-  case OpKind::ScatterAdd: return partitionScatterAdd(*this);
-  case OpKind::LayerNorm: case OpKind::RmsNorm: case OpKind::Softmax:
+  case OpKind::MatMul:
+    return partitionMatMul(*this);
+  case OpKind::Reshape:
+    return partitionReshape(*this);
+  case OpKind::Transpose:
+    return partitionTranspose(*this);
+  case OpKind::Broadcast:
+    return partitionBroadcast(*this);
+  case OpKind::Slice:
+    return partitionSlice(*this);
+  case OpKind::Concat:
+    return partitionConcat(*this);
+  case OpKind::Gather:
+    return partitionGather(*this);
+  case OpKind::ScatterAdd:
+    return partitionScatterAdd(*this);
+  case OpKind::LayerNorm:
+  case OpKind::RmsNorm:
+  case OpKind::Softmax:
   case OpKind::SoftmaxGrad:
     return partitionNorm(*this);
-  case OpKind::LayerNormGrad: case OpKind::RmsNormGrad:
+  case OpKind::LayerNormGrad:
+  case OpKind::RmsNormGrad:
     return partitionNormGrad(*this);
-  case OpKind::Attention: case OpKind::AttentionGrad:
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
     return partitionAttention(*this);
-  case OpKind::Rope: return partitionRope(*this);
-  case OpKind::CrossEntropy: return partitionCrossEntropy(*this);
-  case OpKind::CrossEntropyGrad: return partitionCrossEntropyGrad(*this);
-  case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
-  case OpKind::AllToAll: case OpKind::BroadcastFrom: case OpKind::Send:
-  case OpKind::Recv: case OpKind::ShardSlice: case OpKind::PickLabel:
+  case OpKind::Rope:
+    return partitionRope(*this);
+  case OpKind::CrossEntropy:
+    return partitionCrossEntropy(*this);
+  case OpKind::CrossEntropyGrad:
+    return partitionCrossEntropyGrad(*this);
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::BroadcastFrom:
+  case OpKind::Send:
+  case OpKind::Recv:
+  case OpKind::ShardSlice:
+  case OpKind::PickLabel:
   case OpKind::OneHot:
     return fail("the graph is already partitioned (spmd partitions the "
                 "logical graph once, before the pipeline and later passes)");
@@ -189,20 +238,24 @@ llvm::Error Partitioner::partitionNode() {
 llvm::Error Partitioner::applyAnnotations() {
   for (unsigned i = 0; i < node_->results.size(); ++i) {
     const Value &r = src_.value(node_->results[i]);
-    if (!r.sharding) continue;
+    if (!r.sharding)
+      continue;
     Sharding want = dropTrivialAxes(*r.sharding, mesh_);
     auto v = reshard(map_[node_->results[i]], want,
                      "the sharding annotation on %" + r.name);
-    if (!v) return v.takeError();
+    if (!v)
+      return v.takeError();
     map_[node_->results[i]] = *v;
   }
   return llvm::Error::success();
 }
 
-Sharding Partitioner::outputSharding(ValueId srcV, const Sharding &current) const {
+Sharding Partitioner::outputSharding(ValueId srcV,
+                                     const Sharding &current) const {
   Sharding want = current;
   ValueId p = gradParam(src_, src_.value(srcV).name);
-  if (p != kNoValue) want.dims = sharding(map_[p]).dims;
+  if (p != kNoValue)
+    want.dims = sharding(map_[p]).dims;
   llvm::erase_if(want.partial, [&](const std::string &a) {
     return !llvm::is_contained(options_.keepPartial, a);
   });
@@ -220,19 +273,22 @@ llvm::Error Partitioner::partitionOutputs() {
       continue;
     }
     const Value &sv = src_.value(o);
-    scope_ = sv.isInput() ? std::string("outputs") : src_.node(sv.defNode).scope;
+    scope_ =
+        sv.isInput() ? std::string("outputs") : src_.node(sv.defNode).scope;
     backward_ = !sv.isInput() && isBackward(src_.node(sv.defNode));
     ValueId param = gradParam(src_, sv.name);
-    std::string kept = options_.keepPartial.empty()
-                           ? std::string("no partial sums")
-                           : "partial only over " + axesStr(options_.keepPartial);
+    std::string kept =
+        options_.keepPartial.empty()
+            ? std::string("no partial sums")
+            : "partial only over " + axesStr(options_.keepPartial);
     auto r = reshard(v, want,
                      "output %" + sv.name + " (" +
-                         (param != kNoValue
-                              ? "the layout of %" + src_.value(param).name + ", "
-                              : std::string()) +
+                         (param != kNoValue ? "the layout of %" +
+                                                  src_.value(param).name + ", "
+                                            : std::string()) +
                          kept + ")");
-    if (!r) return r.takeError();
+    if (!r)
+      return r.takeError();
     // The output keeps its name; the value before the reshard is renamed.
     if (*r != v && dst_.value(v).name == sv.name) {
       dst_.rename(v, freshName(sv.name + ".pre"));
@@ -273,20 +329,25 @@ llvm::Expected<Graph> Partitioner::run() {
                              : Sharding::replicated(in.type.rank());
     ValueId d = dst_.addInput(in.name, localType(in.type, s, mesh_), in.attrs);
     dst_.value(d).sharding = s;
-    if (!s.partial.empty()) setOrigin(d, {"input %" + in.name, "%" + in.name});
+    if (!s.partial.empty())
+      setOrigin(d, {"input %" + in.name, "%" + in.name});
     map_[v] = d;
   }
   for (const Node &n : src_.nodes()) {
     node_ = &n;
     scope_ = n.scope;
     backward_ = isBackward(n);
-    if (auto e = partitionNode()) return e;
-    if (auto e = applyAnnotations()) return e;
+    if (auto e = partitionNode())
+      return e;
+    if (auto e = applyAnnotations())
+      return e;
   }
-  if (auto e = partitionOutputs()) return e;
+  if (auto e = partitionOutputs())
+    return e;
   // In a partitioned graph a value without a sharding is replicated.
   for (size_t v = 0; v < dst_.numValues(); ++v)
-    if (dst_.value(v).sharding->isReplicated()) dst_.value(v).sharding.reset();
+    if (dst_.value(v).sharding->isReplicated())
+      dst_.value(v).sharding.reset();
   return std::move(dst_);
 }
 

@@ -1,4 +1,5 @@
-//===- Partitioner.h - SPMD partitioning of a graph over its mesh ----------===//
+//===- Partitioner.h - SPMD partitioning of a graph over its mesh
+//----------===//
 //
 // The partitioner walks the logical graph (global shapes, shardings seeded on
 // inputs and optionally annotated on intermediate values) in topological order
@@ -143,9 +144,9 @@ private:
   Mesh mesh_;
   Graph dst_;
   const Node *node_ = nullptr;
-  std::string scope_;     // of the nodes emitted now
-  bool backward_ = false; // emitted nodes carry the backward marker
-  std::vector<ValueId> map_;               // src value -> dst value
+  std::string scope_;        // of the nodes emitted now
+  bool backward_ = false;    // emitted nodes carry the backward marker
+  std::vector<ValueId> map_; // src value -> dst value
   std::vector<std::optional<Dims>> hints_; // per src value
   llvm::DenseMap<ValueId, PartialOrigin> origins_;
   std::map<std::pair<ValueId, std::string>, ValueId> reshardCache_;

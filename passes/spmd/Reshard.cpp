@@ -1,4 +1,5 @@
-//===- Reshard.cpp - Collectives that move a value between layouts ---------===//
+//===- Reshard.cpp - Collectives that move a value between layouts
+//---------===//
 //
 // A reshard goes in three steps, each a no-op when nothing changes:
 //  1. partial axes the target does not keep: reduce_scatter into a dim the
@@ -20,7 +21,8 @@ namespace {
 /// Length of the common prefix of two axis lists.
 size_t commonPrefix(const DimAxes &a, const DimAxes &b) {
   size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  while (i < a.size() && i < b.size() && a[i] == b[i])
+    ++i;
   return i;
 }
 
@@ -30,7 +32,8 @@ StrList toList(llvm::ArrayRef<std::string> axes) {
 } // namespace
 
 ValueId Partitioner::reducedIfAvailable(ValueId v) const {
-  if (sharding(v).partial.empty()) return v;
+  if (sharding(v).partial.empty())
+    return v;
   Sharding whole = sharding(v);
   whole.partial.clear();
   auto it = reshardCache_.find({v, shardingStr(whole)});
@@ -39,7 +42,8 @@ ValueId Partitioner::reducedIfAvailable(ValueId v) const {
 
 llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
                                              const llvm::Twine &why) {
-  if (sharding(v) == to) return v;
+  if (sharding(v) == to)
+    return v;
   auto key = std::make_pair(v, shardingStr(to));
   if (auto it = reshardCache_.find(key); it != reshardCache_.end())
     return it->second;
@@ -60,7 +64,8 @@ llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
   auto step = [&](OpKind op, Attrs attrs) -> llvm::Error {
     auto r = emit(op, {x}, std::move(attrs), {cur},
                   {freshName(name + "." + opName(op).str())});
-    if (!r) return r.takeError();
+    if (!r)
+      return r.takeError();
     x = r->front();
     return llvm::Error::success();
   };
@@ -68,7 +73,8 @@ llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
   // 1. Reduce the partial axes the target does not keep.
   DimAxes reduce;
   for (const std::string &a : cur.partial)
-    if (!llvm::is_contained(to.partial, a)) reduce.push_back(a);
+    if (!llvm::is_contained(to.partial, a))
+      reduce.push_back(a);
   if (!reduce.empty()) {
     const PartialOrigin *o = origin(v);
     PartialOrigin from = o ? *o : PartialOrigin{"%" + name, srcScope};
@@ -92,14 +98,14 @@ llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
         continue;
       drop(axes);
       cur.dims[d].append(axes.begin(), axes.end());
-      if (auto e = step(OpKind::ReduceScatter,
-                        {{"axes", toList(axes)},
-                         {"dim", int64_t(d)},
-                         {"reason", "partial sum from " + from.what +
-                                        ", needed split over " +
-                                        axesStr(axes) + " on dim " +
-                                        std::to_string(d) + " by " + need},
-                         {"src", from.scope}}))
+      if (auto e = step(
+              OpKind::ReduceScatter,
+              {{"axes", toList(axes)},
+               {"dim", int64_t(d)},
+               {"reason", "partial sum from " + from.what +
+                              ", needed split over " + axesStr(axes) +
+                              " on dim " + std::to_string(d) + " by " + need},
+               {"src", from.scope}}))
         return e;
     }
     if (!reduce.empty()) {
@@ -113,29 +119,32 @@ llvm::Expected<ValueId> Partitioner::reshard(ValueId v, const Sharding &to,
                          {"src", from.scope}}))
         return e;
     }
-    if (!cur.partial.empty()) setOrigin(x, from);
+    if (!cur.partial.empty())
+      setOrigin(x, from);
   }
 
   // 2. Gather the minor axes the target does not have on a dim.
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     size_t keep = commonPrefix(cur.dims[d], to.dims[d]);
-    if (keep == cur.dims[d].size()) continue;
+    if (keep == cur.dims[d].size())
+      continue;
     DimAxes axes(cur.dims[d].begin() + keep, cur.dims[d].end());
     cur.dims[d].resize(keep);
-    if (auto e = step(OpKind::AllGather,
-                      {{"axes", toList(axes)},
-                       {"dim", int64_t(d)},
-                       {"reason", "dim " + std::to_string(d) + " split over " +
-                                      axesStr(axes) + ", needed whole by " +
-                                      need},
-                       {"src", srcScope}}))
+    if (auto e =
+            step(OpKind::AllGather,
+                 {{"axes", toList(axes)},
+                  {"dim", int64_t(d)},
+                  {"reason", "dim " + std::to_string(d) + " split over " +
+                                 axesStr(axes) + ", needed whole by " + need},
+                  {"src", srcScope}}))
       return e;
   }
 
   // 3. Split further by taking this rank's slice.
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     size_t have = cur.dims[d].size();
-    if (to.dims[d].size() == have) continue;
+    if (to.dims[d].size() == have)
+      continue;
     DimAxes axes(to.dims[d].begin() + have, to.dims[d].end());
     cur.dims[d] = to.dims[d];
     if (auto e = step(OpKind::ShardSlice,

@@ -64,7 +64,8 @@ Attrs withShape(Attrs attrs, llvm::ArrayRef<int64_t> shape) {
 llvm::Error emitLinear(Partitioner &p, ValueId x, Attrs attrs,
                        const Sharding &s) {
   auto out = p.emitResults(p.node().op, {x}, std::move(attrs), {s});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   inheritOrigin(p, {x}, out->front());
   return llvm::Error::success();
 }
@@ -78,22 +79,27 @@ llvm::Error partitionReshape(Partitioner &p) {
   Sharding want = s, result = Sharding::replicated(rt.rank());
   result.partial = s.partial;
   for (const Group &g : reshapeGroups(in, rt.shape)) {
-    for (size_t k = 1; k < g.in.size(); ++k) want.dims[g.in[k]].clear();
-    if (g.in.empty()) continue;
+    for (size_t k = 1; k < g.in.size(); ++k)
+      want.dims[g.in[k]].clear();
+    if (g.in.empty())
+      continue;
     DimAxes &lead = want.dims[g.in[0]];
-    if (lead.empty()) continue;
+    if (lead.empty())
+      continue;
     if (g.out.empty() || rt.shape[g.out[0]] % groupSize(p.mesh(), lead)) {
       lead.clear();
       continue;
     }
     result.dims[g.out[0]] = lead;
   }
-  auto r = p.reshard(x, want, "reshape (a split must be the outermost dim of "
-                              "its reshaped group)");
-  if (!r) return r.takeError();
-  return emitLinear(p, *r, withShape(p.node().attrs,
-                                     localType(rt, result, p.mesh()).shape),
-                    result);
+  auto r = p.reshard(x, want,
+                     "reshape (a split must be the outermost dim of "
+                     "its reshaped group)");
+  if (!r)
+    return r.takeError();
+  return emitLinear(
+      p, *r, withShape(p.node().attrs, localType(rt, result, p.mesh()).shape),
+      result);
 }
 
 llvm::Error partitionTranspose(Partitioner &p) {
@@ -101,7 +107,8 @@ llvm::Error partitionTranspose(Partitioner &p) {
   const Sharding &s = p.sharding(x);
   Sharding result = s;
   IntList perm = p.node().attrs.getInts("perm");
-  for (size_t i = 0; i < perm.size(); ++i) result.dims[i] = s.dims[perm[i]];
+  for (size_t i = 0; i < perm.size(); ++i)
+    result.dims[i] = s.dims[perm[i]];
   return emitLinear(p, x, p.node().attrs, result);
 }
 
@@ -113,7 +120,8 @@ llvm::Error partitionBroadcast(Partitioner &p) {
   // Broadcast (size-1) dims are never split, so the operand's axes carry over.
   size_t off = rt.rank() - in.size();
   Sharding result = Sharding::replicated(rt.rank());
-  for (size_t j = 0; j < in.size(); ++j) result.dims[j + off] = s.dims[j];
+  for (size_t j = 0; j < in.size(); ++j)
+    result.dims[j + off] = s.dims[j];
   result.partial = s.partial;
   // New and size-1 dims are free to split: follow the consumers' hint.
   if (const Dims *h = p.hint()) {
@@ -128,20 +136,21 @@ llvm::Error partitionBroadcast(Partitioner &p) {
         result.dims[d] = axes;
     }
   }
-  return emitLinear(p, x,
-                    withShape(p.node().attrs,
-                              localType(rt, result, p.mesh()).shape),
-                    result);
+  return emitLinear(
+      p, x, withShape(p.node().attrs, localType(rt, result, p.mesh()).shape),
+      result);
 }
 
 llvm::Error partitionSlice(Partitioner &p) {
   ValueId x = p.operand(0);
   Sharding want = p.sharding(x);
   int64_t dim = p.node().attrs.getInt("dim");
-  if (dim < 0) dim += int64_t(want.dims.size());
+  if (dim < 0)
+    dim += int64_t(want.dims.size());
   want.dims[dim].clear();
   auto r = p.reshard(x, want, "slice (the sliced dim must be whole)");
-  if (!r) return r.takeError();
+  if (!r)
+    return r.takeError();
   return emitLinear(p, *r, p.node().attrs, want);
 }
 
@@ -149,12 +158,15 @@ llvm::Error partitionConcat(Partitioner &p) {
   const Node &n = p.node();
   int64_t rank = p.resultType().rank();
   int64_t dim = n.attrs.getInt("dim");
-  if (dim < 0) dim += rank;
-  auto plan = planElementwise(p, {Linearity::Sum, {dim}, {}},
-                              p.resultType().shape);
-  if (!plan) return plan.takeError();
+  if (dim < 0)
+    dim += rank;
+  auto plan =
+      planElementwise(p, {Linearity::Sum, {dim}, {}}, p.resultType().shape);
+  if (!plan)
+    return plan.takeError();
   auto out = p.emitResults(n.op, plan->operands, n.attrs, {plan->result});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   inheritOrigin(p, plan->operands, out->front());
   return llvm::Error::success();
 }
@@ -166,7 +178,8 @@ llvm::Error partitionReduce(Partitioner &p) {
     Sharding whole = p.sharding(x);
     whole.partial.clear();
     auto r = p.reshard(x, whole, "reduce_max (max of a partial sum)");
-    if (!r) return r.takeError();
+    if (!r)
+      return r.takeError();
     x = *r;
   }
   const Sharding &s = p.sharding(x);
@@ -180,24 +193,30 @@ llvm::Error partitionReduce(Partitioner &p) {
   Sharding result;
   DimAxes split;
   for (int64_t d = 0; d < rank; ++d) {
-    if (!reduced(d)) result.dims.push_back(s.dims[d]);
-    else if (keep) result.dims.emplace_back();
-    if (reduced(d)) split.append(s.dims[d].begin(), s.dims[d].end());
+    if (!reduced(d))
+      result.dims.push_back(s.dims[d]);
+    else if (keep)
+      result.dims.emplace_back();
+    if (reduced(d))
+      split.append(s.dims[d].begin(), s.dims[d].end());
   }
   result.partial = s.partial;
-  if (split.empty()) return emitLinear(p, x, n.attrs, result);
+  if (split.empty())
+    return emitLinear(p, x, n.attrs, result);
 
   std::string over = axesStr(split);
   std::string name = p.src().value(n.results[0]).name;
   if (n.op == OpKind::ReduceMax) {
     auto local = p.emit(n.op, {x}, n.attrs, {result});
-    if (!local) return local.takeError();
+    if (!local)
+      return local.takeError();
     Attrs ar{{"axes", StrList(split.begin(), split.end())},
              {"reduce", std::string("max")},
              {"reason", "reduce_max over dims split over " + over},
              {"src", n.scope}};
-    return p.emitResults(OpKind::AllReduce, {local->front()}, std::move(ar),
-                         {result})
+    return p
+        .emitResults(OpKind::AllReduce, {local->front()}, std::move(ar),
+                     {result})
         .takeError();
   }
   result.partial.append(split.begin(), split.end());
@@ -205,17 +224,20 @@ llvm::Error partitionReduce(Partitioner &p) {
                        n.scope};
   if (n.op == OpKind::ReduceSum) {
     auto out = p.emitResults(n.op, {x}, n.attrs, {result});
-    if (!out) return out.takeError();
+    if (!out)
+      return out.takeError();
     p.setOrigin(out->front(), origin);
     return llvm::Error::success();
   }
   // The mean of a shard is ways times the shard's share of the global mean.
   auto local = p.emit(n.op, {x}, n.attrs, {result});
-  if (!local) return local.takeError();
+  if (!local)
+    return local.takeError();
   auto out = p.emitResults(
       OpKind::Scale, {local->front()},
       {{"value", 1.0 / double(groupSize(p.mesh(), split))}}, {result});
-  if (!out) return out.takeError();
+  if (!out)
+    return out.takeError();
   p.setOrigin(out->front(), origin);
   return llvm::Error::success();
 }

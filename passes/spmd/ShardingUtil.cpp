@@ -1,4 +1,5 @@
-//===- ShardingUtil.cpp - Small helpers on shardings -----------------------===//
+//===- ShardingUtil.cpp - Small helpers on shardings
+//-----------------------===//
 #include "passes/spmd/ShardingUtil.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -7,7 +8,8 @@ namespace strata::spmd {
 
 int64_t groupSize(const Mesh &mesh, llvm::ArrayRef<std::string> axes) {
   int64_t n = 1;
-  for (const std::string &a : axes) n *= mesh.axisSize(a);
+  for (const std::string &a : axes)
+    n *= mesh.axisSize(a);
   return n;
 }
 
@@ -27,21 +29,24 @@ Sharding makeSharding(Dims dims) {
 
 bool usesAxis(llvm::ArrayRef<DimAxes> dims, llvm::StringRef axis) {
   for (const DimAxes &d : dims)
-    if (llvm::is_contained(d, axis)) return true;
+    if (llvm::is_contained(d, axis))
+      return true;
   return false;
 }
 
 Sharding dropTrivialAxes(const Sharding &s, const Mesh &mesh) {
   Sharding out = s;
   auto trivial = [&](const std::string &a) { return mesh.axisSize(a) == 1; };
-  for (DimAxes &d : out.dims) llvm::erase_if(d, trivial);
+  for (DimAxes &d : out.dims)
+    llvm::erase_if(d, trivial);
   llvm::erase_if(out.partial, trivial);
   return out;
 }
 
 std::string axesStr(llvm::ArrayRef<std::string> axes) {
   std::string s;
-  for (size_t i = 0; i < axes.size(); ++i) s += (i ? "," : "") + axes[i];
+  for (size_t i = 0; i < axes.size(); ++i)
+    s += (i ? "," : "") + axes[i];
   return s;
 }
 

@@ -1,4 +1,5 @@
-//===- ShardingUtil.h - Small helpers on shardings for the SPMD passes -----===//
+//===- ShardingUtil.h - Small helpers on shardings for the SPMD passes
+//-----===//
 //
 // A sharding's `dims[d]` lists the mesh axes splitting dim d, major to minor:
 // the shard index of a rank along dim d is its coordinate over those axes read

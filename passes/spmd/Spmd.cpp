@@ -1,4 +1,5 @@
-//===- Spmd.cpp - The `spmd` pass ------------------------------------------===//
+//===- Spmd.cpp - The `spmd` pass
+//------------------------------------------===//
 //
 // spmd{keep_partial=dp}: partitions the microbatch graph over its mesh
 // (passes/spmd/Partitioner.h). Outputs may stay partial sums over the axes of
@@ -22,7 +23,8 @@ public:
   llvm::StringRef name() const override { return "spmd"; }
   llvm::Expected<bool> run(Graph &g) override {
     auto out = spmd::Partitioner(g, options_).run();
-    if (!out) return out.takeError();
+    if (!out)
+      return out.takeError();
     g = std::move(*out);
     return true;
   }
@@ -51,7 +53,8 @@ void registerSpmdPass() {
            llvm::SmallVector<llvm::StringRef, 2> axes;
            if (it->second != "none")
              llvm::StringRef(it->second).split(axes, '+');
-           for (llvm::StringRef a : axes) options.keepPartial.push_back(a.str());
+           for (llvm::StringRef a : axes)
+             options.keepPartial.push_back(a.str());
          }
          return createSpmdPass(std::move(options));
        }});

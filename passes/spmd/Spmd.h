@@ -1,4 +1,5 @@
-//===- Spmd.h - Tensor, sequence and data parallelism by SPMD partitioning -===//
+//===- Spmd.h - Tensor, sequence and data parallelism by SPMD partitioning
+//-===//
 //
 // Two passes, run after autodiff on the microbatch graph:
 //

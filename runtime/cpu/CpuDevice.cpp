@@ -1,4 +1,5 @@
-//===- CpuDevice.cpp - A virtual CPU device with its own stream thread -----===//
+//===- CpuDevice.cpp - A virtual CPU device with its own stream thread
+//-----===//
 #include "runtime/cpu/CpuDevice.h"
 
 #include "runtime/Trace.h"
@@ -86,12 +87,15 @@ bool CpuDevice::supports(const Graph &g, const Node &node) const {
   return cpuKernelSupports(g, node);
 }
 
-llvm::Error CpuDevice::prepare(const Graph &g) { return prepareFusedKernels(g); }
+llvm::Error CpuDevice::prepare(const Graph &g) {
+  return prepareFusedKernels(g);
+}
 
 void *CpuDevice::allocate(int64_t bytes) {
   size_t n = (static_cast<size_t>(bytes) + 63) / 64 * 64;
   void *p = std::aligned_alloc(64, n ? n : 64);
-  if (!p) llvm::report_fatal_error("cpu device: out of memory");
+  if (!p)
+    llvm::report_fatal_error("cpu device: out of memory");
   return p;
 }
 
@@ -102,12 +106,13 @@ void CpuDevice::enqueueCopy(CopyKind kind, void *dst, const void *src,
   const char *what = kind == CopyKind::HostToDevice   ? "copy host to device"
                      : kind == CopyKind::DeviceToHost ? "copy device to host"
                                                       : "copy on device";
-  enqueueTraced(what, "copy", bytes,
-                [=] {
-                  std::memcpy(dst, src, bytes);
-                  return llvm::Error::success();
-                },
-                stream);
+  enqueueTraced(
+      what, "copy", bytes,
+      [=] {
+        std::memcpy(dst, src, bytes);
+        return llvm::Error::success();
+      },
+      stream);
 }
 
 void CpuDevice::enqueueAccumulate(void *acc, const void *x, int64_t count,
@@ -193,8 +198,7 @@ void CpuDevice::push(StreamId stream, Work work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stream < 0 || size_t(stream) >= streams_.size())
-      llvm::report_fatal_error("cpu device: no stream " +
-                               llvm::Twine(stream));
+      llvm::report_fatal_error("cpu device: no stream " + llvm::Twine(stream));
     s = streams_[stream].get();
     s->queue.push_back(std::move(work));
     ++pending_;

@@ -1,4 +1,5 @@
-//===- CpuOpKernels.cpp - The CPU kernel of every op -----------------------===//
+//===- CpuOpKernels.cpp - The CPU kernel of every op
+//-----------------------===//
 //
 // One entry per op of ir/Ops.def (static_assert keeps the table complete),
 // each a thin adapter from (node, buffers) to runtime/kernels. Float ops run
@@ -59,48 +60,74 @@ int64_t rows(llvm::ArrayRef<int64_t> shape) {
 
 // Dispatches a float kernel body over f32 / f64 by the first operand's dtype
 // (or the first result's, for ops without operands).
-template <template <typename> class Body> llvm::Error floatDispatch(const Args &a) {
+template <template <typename> class Body>
+llvm::Error floatDispatch(const Args &a) {
   DType dt = a.node.operands.empty() ? a.outType(0).dtype : a.inType(0).dtype;
-  if (a.node.op == OpKind::CrossEntropyGrad) dt = a.inType(1).dtype;
-  if (dt == DType::F32) return Body<float>::run(a);
-  if (dt == DType::F64) return Body<double>::run(a);
+  if (a.node.op == OpKind::CrossEntropyGrad)
+    dt = a.inType(1).dtype;
+  if (dt == DType::F32)
+    return Body<float>::run(a);
+  if (dt == DType::F64)
+    return Body<double>::run(a);
   return fail(a, "unsupported dtype " + dtypeName(dt));
 }
 
 k::UnaryOp unaryOpOf(const Node &n) {
   switch (n.op) {
-  case OpKind::Neg: return k::UnaryOp::Neg;
-  case OpKind::Exp: return k::UnaryOp::Exp;
-  case OpKind::Log: return k::UnaryOp::Log;
-  case OpKind::Sqrt: return k::UnaryOp::Sqrt;
-  case OpKind::Rsqrt: return k::UnaryOp::Rsqrt;
-  case OpKind::Tanh: return k::UnaryOp::Tanh;
-  case OpKind::Sigmoid: return k::UnaryOp::Sigmoid;
-  case OpKind::Relu: case OpKind::ReluGrad: return k::UnaryOp::Relu;
-  case OpKind::Silu: case OpKind::SiluGrad: return k::UnaryOp::Silu;
-  case OpKind::Square: return k::UnaryOp::Square;
-  case OpKind::Gelu: case OpKind::GeluGrad:
+  case OpKind::Neg:
+    return k::UnaryOp::Neg;
+  case OpKind::Exp:
+    return k::UnaryOp::Exp;
+  case OpKind::Log:
+    return k::UnaryOp::Log;
+  case OpKind::Sqrt:
+    return k::UnaryOp::Sqrt;
+  case OpKind::Rsqrt:
+    return k::UnaryOp::Rsqrt;
+  case OpKind::Tanh:
+    return k::UnaryOp::Tanh;
+  case OpKind::Sigmoid:
+    return k::UnaryOp::Sigmoid;
+  case OpKind::Relu:
+  case OpKind::ReluGrad:
+    return k::UnaryOp::Relu;
+  case OpKind::Silu:
+  case OpKind::SiluGrad:
+    return k::UnaryOp::Silu;
+  case OpKind::Square:
+    return k::UnaryOp::Square;
+  case OpKind::Gelu:
+  case OpKind::GeluGrad:
     return n.attrs.getString("approx", "tanh") == "none" ? k::UnaryOp::GeluErf
-                                                        : k::UnaryOp::GeluTanh;
-  default: llvm_unreachable("not a unary op");
+                                                         : k::UnaryOp::GeluTanh;
+  default:
+    llvm_unreachable("not a unary op");
   }
 }
 
 k::BinaryOp binaryOpOf(OpKind op) {
   switch (op) {
-  case OpKind::Add: return k::BinaryOp::Add;
-  case OpKind::Sub: return k::BinaryOp::Sub;
-  case OpKind::Mul: return k::BinaryOp::Mul;
-  case OpKind::Div: return k::BinaryOp::Div;
-  case OpKind::Maximum: return k::BinaryOp::Max;
-  case OpKind::Minimum: return k::BinaryOp::Min;
-  default: llvm_unreachable("not a binary op");
+  case OpKind::Add:
+    return k::BinaryOp::Add;
+  case OpKind::Sub:
+    return k::BinaryOp::Sub;
+  case OpKind::Mul:
+    return k::BinaryOp::Mul;
+  case OpKind::Div:
+    return k::BinaryOp::Div;
+  case OpKind::Maximum:
+    return k::BinaryOp::Max;
+  case OpKind::Minimum:
+    return k::BinaryOp::Min;
+  default:
+    llvm_unreachable("not a binary op");
   }
 }
 
 template <typename T> struct Unary {
   static llvm::Error run(const Args &a) {
-    k::unaryFwd(unaryOpOf(a.node), a.i<T>(0), a.o<T>(0), a.inType(0).numElements());
+    k::unaryFwd(unaryOpOf(a.node), a.i<T>(0), a.o<T>(0),
+                a.inType(0).numElements());
     return ok();
   }
 };
@@ -129,7 +156,8 @@ template <typename T> struct FillK {
   static llvm::Error run(const Args &a) {
     T v = static_cast<T>(a.attrs().getFloat("value"));
     T *y = a.o<T>(0);
-    for (int64_t j = 0, n = a.outType(0).numElements(); j < n; ++j) y[j] = v;
+    for (int64_t j = 0, n = a.outType(0).numElements(); j < n; ++j)
+      y[j] = v;
     return ok();
   }
 };
@@ -137,7 +165,8 @@ template <typename T> struct ReduceK {
   static llvm::Error run(const Args &a) {
     IntList axes = a.attrs().getInts("axes");
     if (axes.empty())
-      for (int64_t d = 0; d < a.inType(0).rank(); ++d) axes.push_back(d);
+      for (int64_t d = 0; d < a.inType(0).rank(); ++d)
+        axes.push_back(d);
     k::ReduceOp op = a.node.op == OpKind::ReduceSum   ? k::ReduceOp::Sum
                      : a.node.op == OpKind::ReduceMax ? k::ReduceOp::Max
                                                       : k::ReduceOp::Mean;
@@ -178,7 +207,8 @@ template <typename T> struct BroadcastK {
 template <typename T> struct SliceK {
   static llvm::Error run(const Args &a) {
     int64_t dim = a.attrs().getInt("dim");
-    if (dim < 0) dim += a.inType(0).rank();
+    if (dim < 0)
+      dim += a.inType(0).rank();
     k::slice(a.i<T>(0), a.inShape(0), dim, a.attrs().getInt("start"),
              a.attrs().getInt("size"), a.o<T>(0));
     return ok();
@@ -187,7 +217,8 @@ template <typename T> struct SliceK {
 template <typename T> struct ConcatK {
   static llvm::Error run(const Args &a) {
     int64_t dim = a.attrs().getInt("dim");
-    if (dim < 0) dim += a.outType(0).rank();
+    if (dim < 0)
+      dim += a.outType(0).rank();
     llvm::SmallVector<const T *, 4> xs;
     llvm::SmallVector<int64_t, 4> sizes;
     for (size_t j = 0; j < a.in.size(); ++j) {
@@ -204,7 +235,8 @@ template <typename T> struct LayerNormK {
   static llvm::Error run(const Args &a) {
     int64_t C = a.inType(0).shape.back();
     k::layerNormFwd(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.o<T>(0),
-                    rows(a.inType(0).shape), C, a.attrs().getFloat("eps", 1e-5));
+                    rows(a.inType(0).shape), C,
+                    a.attrs().getFloat("eps", 1e-5));
     return ok();
   }
 };
@@ -248,7 +280,8 @@ template <typename T> struct SoftmaxGradK {
 };
 template <typename T> struct CrossEntropyK {
   static llvm::Error run(const Args &a) {
-    if (a.inType(1).dtype != DType::I32) return fail(a, "labels must be i32");
+    if (a.inType(1).dtype != DType::I32)
+      return fail(a, "labels must be i32");
     int64_t V = a.inType(0).shape.back();
     *a.o<T>(0) = k::crossEntropyFwd(a.i<T>(0), a.i<int32_t>(1),
                                     rows(a.inType(0).shape), V);
@@ -257,7 +290,8 @@ template <typename T> struct CrossEntropyK {
 };
 template <typename T> struct CrossEntropyGradK {
   static llvm::Error run(const Args &a) {
-    if (a.inType(2).dtype != DType::I32) return fail(a, "labels must be i32");
+    if (a.inType(2).dtype != DType::I32)
+      return fail(a, "labels must be i32");
     int64_t V = a.inType(1).shape.back();
     k::crossEntropyBwd(*a.i<T>(0), a.i<T>(1), a.i<int32_t>(2), a.o<T>(0),
                        rows(a.inType(1).shape), V);
@@ -276,11 +310,13 @@ GlobalBlock globalBlock(const Args &a, ValueId v) {
   GlobalBlock b;
   b.shape.assign(val.type.shape.begin(), val.type.shape.end());
   b.offsets.assign(b.shape.size(), 0);
-  if (!val.sharding || !a.ctx.mesh) return b;
+  if (!val.sharding || !a.ctx.mesh)
+    return b;
   for (size_t d = 0; d < val.sharding->dims.size() && d < b.shape.size(); ++d) {
     int64_t index = 0, count = 1;
-    for (const std::string &axis : val.sharding->dims[d]) {  // major to minor
-      index = index * a.ctx.mesh->axisSize(axis) + a.ctx.mesh->coord(a.ctx.rank, axis);
+    for (const std::string &axis : val.sharding->dims[d]) { // major to minor
+      index = index * a.ctx.mesh->axisSize(axis) +
+              a.ctx.mesh->coord(a.ctx.rank, axis);
       count *= a.ctx.mesh->axisSize(axis);
     }
     b.offsets[d] = index * b.shape[d];
@@ -291,7 +327,8 @@ GlobalBlock globalBlock(const Args &a, ValueId v) {
 
 template <typename T> struct GatherK {
   static llvm::Error run(const Args &a) {
-    if (a.inType(1).dtype != DType::I32) return fail(a, "ids must be i32");
+    if (a.inType(1).dtype != DType::I32)
+      return fail(a, "ids must be i32");
     const TensorType &table = a.inType(0);
     int64_t vocabStart = globalBlock(a, a.node.operands[0]).offsets[0];
     k::embeddingFwd(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
@@ -302,7 +339,8 @@ template <typename T> struct GatherK {
 };
 template <typename T> struct ScatterAddK {
   static llvm::Error run(const Args &a) {
-    if (a.inType(1).dtype != DType::I32) return fail(a, "ids must be i32");
+    if (a.inType(1).dtype != DType::I32)
+      return fail(a, "ids must be i32");
     const TensorType &out = a.outType(0);
     int64_t vocabStart = globalBlock(a, a.node.results[0]).offsets[0];
     std::memset(a.out[0], 0, out.bytes());
@@ -360,7 +398,8 @@ template <typename T> struct RopeK {
 template <typename T> struct DropoutK {
   static llvm::Error run(const Args &a) {
     GlobalBlock b = globalBlock(a, a.node.results[0]);
-    auto fn = a.node.op == OpKind::Dropout ? &k::dropoutFwd<T> : &k::dropoutBwd<T>;
+    auto fn =
+        a.node.op == OpKind::Dropout ? &k::dropoutFwd<T> : &k::dropoutBwd<T>;
     fn(a.i<T>(0), a.o<T>(0), a.outShape(0),
        std::span<const int64_t>(b.shape.data(), b.shape.size()),
        std::span<const int64_t>(b.offsets.data(), b.offsets.size()),
@@ -373,7 +412,8 @@ template <typename T> struct DropoutK {
 // the vocab dim this rank holds (pick_label: its x's, one_hot: its result's).
 template <typename T> struct PickLabelK {
   static llvm::Error run(const Args &a) {
-    if (a.inType(1).dtype != DType::I32) return fail(a, "labels must be i32");
+    if (a.inType(1).dtype != DType::I32)
+      return fail(a, "labels must be i32");
     int64_t C = a.inType(0).shape.back();
     int64_t c0 = globalBlock(a, a.node.operands[0]).offsets.back();
     k::pickLabel(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
@@ -382,7 +422,8 @@ template <typename T> struct PickLabelK {
   }
 };
 llvm::Error oneHotK(const Args &a) {
-  if (a.inType(0).dtype != DType::I32) return fail(a, "labels must be i32");
+  if (a.inType(0).dtype != DType::I32)
+    return fail(a, "labels must be i32");
   int64_t C = a.outType(0).shape.back();
   int64_t c0 = globalBlock(a, a.node.results[0]).offsets.back();
   int64_t n = a.inType(0).numElements();
@@ -397,17 +438,22 @@ llvm::Error oneHotK(const Args &a) {
 // This rank's block of `dim`: block index = its coordinates over `axes`,
 // major to minor. Copies bytes, so any dtype.
 llvm::Error shardSliceK(const Args &a) {
-  if (!a.ctx.mesh) return fail(a, "shard_slice needs the launch's mesh");
+  if (!a.ctx.mesh)
+    return fail(a, "shard_slice needs the launch's mesh");
   const TensorType &in = a.inType(0);
   int64_t dim = a.attrs().getInt("dim");
-  if (dim < 0) dim += in.rank();
+  if (dim < 0)
+    dim += in.rank();
   int64_t index = 0;
   for (const std::string &axis : a.attrs().getStrings("axes"))
-    index = index * a.ctx.mesh->axisSize(axis) + a.ctx.mesh->coord(a.ctx.rank, axis);
+    index = index * a.ctx.mesh->axisSize(axis) +
+            a.ctx.mesh->coord(a.ctx.rank, axis);
   int64_t size = a.outType(0).shape[dim];
-  int64_t inner = numElements(llvm::ArrayRef<int64_t>(in.shape).drop_front(dim + 1)) *
-                  dtypeBytes(in.dtype);
-  int64_t outer = numElements(llvm::ArrayRef<int64_t>(in.shape).take_front(dim));
+  int64_t inner =
+      numElements(llvm::ArrayRef<int64_t>(in.shape).drop_front(dim + 1)) *
+      dtypeBytes(in.dtype);
+  int64_t outer =
+      numElements(llvm::ArrayRef<int64_t>(in.shape).take_front(dim));
   const char *x = static_cast<const char *>(a.in[0]);
   char *y = static_cast<char *>(a.out[0]);
   for (int64_t o = 0; o < outer; ++o)
@@ -425,7 +471,8 @@ template <typename T> struct AdamWK {
     cfg.eps = a.attrs().getFloat("eps", 1e-8);
     cfg.weightDecay = a.attrs().getFloat("weight_decay", 0.0);
     int64_t t = int64_t(std::llround(double(*a.i<T>(5))));
-    if (t < 1) return fail(a, "step must be >= 1, got " + llvm::Twine(t));
+    if (t < 1)
+      return fail(a, "step must be >= 1, got " + llvm::Twine(t));
     k::adamwStep(a.i<T>(0), a.i<T>(1), a.i<T>(2), a.i<T>(3), a.o<T>(0),
                  a.o<T>(1), a.o<T>(2), n, t, cfg);
     return ok();
@@ -460,16 +507,23 @@ llvm::Error copyK(const Args &a) {
 llvm::Error iotaK(const Args &a) {
   const TensorType &t = a.outType(0);
   int64_t dim = a.attrs().getInt("dim");
-  if (dim < 0) dim += t.rank();
-  int64_t inner = numElements(llvm::ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
+  if (dim < 0)
+    dim += t.rank();
+  int64_t inner =
+      numElements(llvm::ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
   int64_t size = t.shape[dim];
   for (int64_t j = 0, n = t.numElements(); j < n; ++j) {
     int64_t v = (j / inner) % size;
-    if (t.dtype == DType::I32) a.o<int32_t>(0)[j] = int32_t(v);
-    else if (t.dtype == DType::I64) a.o<int64_t>(0)[j] = v;
-    else if (t.dtype == DType::F32) a.o<float>(0)[j] = float(v);
-    else if (t.dtype == DType::F64) a.o<double>(0)[j] = double(v);
-    else return fail(a, "unsupported dtype");
+    if (t.dtype == DType::I32)
+      a.o<int32_t>(0)[j] = int32_t(v);
+    else if (t.dtype == DType::I64)
+      a.o<int64_t>(0)[j] = v;
+    else if (t.dtype == DType::F32)
+      a.o<float>(0)[j] = float(v);
+    else if (t.dtype == DType::F64)
+      a.o<double>(0)[j] = double(v);
+    else
+      return fail(a, "unsupported dtype");
   }
   return ok();
 }
@@ -479,21 +533,35 @@ llvm::Error castK(const Args &a) {
   int64_t n = a.inType(0).numElements();
   auto load = [&](int64_t j) -> double {
     switch (from) {
-    case DType::F32: return a.i<float>(0)[j];
-    case DType::F64: return a.i<double>(0)[j];
-    case DType::I32: return a.i<int32_t>(0)[j];
-    case DType::I64: return double(a.i<int64_t>(0)[j]);
-    default: return 0;
+    case DType::F32:
+      return a.i<float>(0)[j];
+    case DType::F64:
+      return a.i<double>(0)[j];
+    case DType::I32:
+      return a.i<int32_t>(0)[j];
+    case DType::I64:
+      return double(a.i<int64_t>(0)[j]);
+    default:
+      return 0;
     }
   };
   for (int64_t j = 0; j < n; ++j) {
     double v = load(j);
     switch (to) {
-    case DType::F32: a.o<float>(0)[j] = float(v); break;
-    case DType::F64: a.o<double>(0)[j] = v; break;
-    case DType::I32: a.o<int32_t>(0)[j] = int32_t(v); break;
-    case DType::I64: a.o<int64_t>(0)[j] = int64_t(v); break;
-    default: return fail(a, "unsupported cast");
+    case DType::F32:
+      a.o<float>(0)[j] = float(v);
+      break;
+    case DType::F64:
+      a.o<double>(0)[j] = v;
+      break;
+    case DType::I32:
+      a.o<int32_t>(0)[j] = int32_t(v);
+      break;
+    case DType::I64:
+      a.o<int64_t>(0)[j] = int64_t(v);
+      break;
+    default:
+      return fail(a, "unsupported cast");
     }
   }
   return ok();
@@ -504,52 +572,102 @@ llvm::Error castK(const Args &a) {
 KernelFn kernelFor(OpKind op) {
 #define FLOAT(Body) &floatDispatch<Body>
   switch (op) {
-  case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-  case OpKind::Rsqrt: case OpKind::Tanh: case OpKind::Sigmoid:
-  case OpKind::Relu: case OpKind::Gelu: case OpKind::Silu:
+  case OpKind::Neg:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Sqrt:
+  case OpKind::Rsqrt:
+  case OpKind::Tanh:
+  case OpKind::Sigmoid:
+  case OpKind::Relu:
+  case OpKind::Gelu:
+  case OpKind::Silu:
   case OpKind::Square:
     return FLOAT(Unary);
-  case OpKind::Scale: return FLOAT(ScaleK);
-  case OpKind::Cast: return castK;
-  case OpKind::GeluGrad: case OpKind::SiluGrad: case OpKind::ReluGrad:
+  case OpKind::Scale:
+    return FLOAT(ScaleK);
+  case OpKind::Cast:
+    return castK;
+  case OpKind::GeluGrad:
+  case OpKind::SiluGrad:
+  case OpKind::ReluGrad:
     return FLOAT(UnaryGrad);
-  case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div:
-  case OpKind::Maximum: case OpKind::Minimum:
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Maximum:
+  case OpKind::Minimum:
     return FLOAT(Binary);
-  case OpKind::Fill: return FLOAT(FillK);
-  case OpKind::Iota: return iotaK;
-  case OpKind::ReduceSum: case OpKind::ReduceMax: case OpKind::ReduceMean:
+  case OpKind::Fill:
+    return FLOAT(FillK);
+  case OpKind::Iota:
+    return iotaK;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMean:
     return FLOAT(ReduceK);
-  case OpKind::MatMul: return FLOAT(MatMulK);
-  case OpKind::Reshape: return copyK;
-  case OpKind::Transpose: return FLOAT(TransposeK);
-  case OpKind::Broadcast: return FLOAT(BroadcastK);
-  case OpKind::Slice: return FLOAT(SliceK);
-  case OpKind::Concat: return FLOAT(ConcatK);
-  case OpKind::Gather: return FLOAT(GatherK);
-  case OpKind::ScatterAdd: return FLOAT(ScatterAddK);
-  case OpKind::LayerNorm: return FLOAT(LayerNormK);
-  case OpKind::LayerNormGrad: return FLOAT(LayerNormGradK);
-  case OpKind::RmsNorm: return FLOAT(RmsNormK);
-  case OpKind::RmsNormGrad: return FLOAT(RmsNormGradK);
-  case OpKind::Softmax: return FLOAT(SoftmaxK);
-  case OpKind::SoftmaxGrad: return FLOAT(SoftmaxGradK);
-  case OpKind::Attention: return FLOAT(AttentionK);
-  case OpKind::AttentionGrad: return FLOAT(AttentionGradK);
-  case OpKind::Rope: return FLOAT(RopeK);
-  case OpKind::Dropout: case OpKind::DropoutGrad: return FLOAT(DropoutK);
-  case OpKind::CrossEntropy: return FLOAT(CrossEntropyK);
-  case OpKind::CrossEntropyGrad: return FLOAT(CrossEntropyGradK);
-  case OpKind::AdamWUpdate: return FLOAT(AdamWK);
-  case OpKind::AllReduce: case OpKind::AllGather: case OpKind::ReduceScatter:
-  case OpKind::AllToAll: case OpKind::BroadcastFrom:
+  case OpKind::MatMul:
+    return FLOAT(MatMulK);
+  case OpKind::Reshape:
+    return copyK;
+  case OpKind::Transpose:
+    return FLOAT(TransposeK);
+  case OpKind::Broadcast:
+    return FLOAT(BroadcastK);
+  case OpKind::Slice:
+    return FLOAT(SliceK);
+  case OpKind::Concat:
+    return FLOAT(ConcatK);
+  case OpKind::Gather:
+    return FLOAT(GatherK);
+  case OpKind::ScatterAdd:
+    return FLOAT(ScatterAddK);
+  case OpKind::LayerNorm:
+    return FLOAT(LayerNormK);
+  case OpKind::LayerNormGrad:
+    return FLOAT(LayerNormGradK);
+  case OpKind::RmsNorm:
+    return FLOAT(RmsNormK);
+  case OpKind::RmsNormGrad:
+    return FLOAT(RmsNormGradK);
+  case OpKind::Softmax:
+    return FLOAT(SoftmaxK);
+  case OpKind::SoftmaxGrad:
+    return FLOAT(SoftmaxGradK);
+  case OpKind::Attention:
+    return FLOAT(AttentionK);
+  case OpKind::AttentionGrad:
+    return FLOAT(AttentionGradK);
+  case OpKind::Rope:
+    return FLOAT(RopeK);
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad:
+    return FLOAT(DropoutK);
+  case OpKind::CrossEntropy:
+    return FLOAT(CrossEntropyK);
+  case OpKind::CrossEntropyGrad:
+    return FLOAT(CrossEntropyGradK);
+  case OpKind::AdamWUpdate:
+    return FLOAT(AdamWK);
+  case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
+  case OpKind::AllToAll:
+  case OpKind::BroadcastFrom:
     return collectiveK;
-  case OpKind::Send: return sendK;
-  case OpKind::Recv: return recvK;
-  case OpKind::ShardSlice: return shardSliceK;
-  case OpKind::PickLabel: return FLOAT(PickLabelK);
-  case OpKind::OneHot: return oneHotK;
-  case OpKind::Fused: return fusedK;
+  case OpKind::Send:
+    return sendK;
+  case OpKind::Recv:
+    return recvK;
+  case OpKind::ShardSlice:
+    return shardSliceK;
+  case OpKind::PickLabel:
+    return FLOAT(PickLabelK);
+  case OpKind::OneHot:
+    return oneHotK;
+  case OpKind::Fused:
+    return fusedK;
   }
 #undef FLOAT
   return nullptr;
@@ -557,7 +675,8 @@ KernelFn kernelFor(OpKind op) {
 } // namespace
 
 bool cpuKernelSupports(const Graph &g, const Node &node) {
-  if (node.op == OpKind::Fused) return fusedKernelSupports(node);
+  if (node.op == OpKind::Fused)
+    return fusedKernelSupports(node);
   return kernelFor(node.op) != nullptr;
 }
 

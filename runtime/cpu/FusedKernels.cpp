@@ -324,12 +324,11 @@ llvm::Error runFusedKernel(const Graph &g, const Node &node,
   llvm::SmallVector<void *, 4> out(results.begin(), results.end());
   if (p.sums.empty() && p.isRowKernel()) { // whole rows per call
     const int64_t C = p.inner();
-    kernels::parallelFor(0, p.numElements() / C,
-                         std::max<int64_t>(1, kElemGrain / C),
-                         [&](int64_t lo, int64_t hi) {
-                           k->fn(in.data(), out.data(), lo * C, hi * C,
-                                 ctx.seed, ctx.step);
-                         });
+    kernels::parallelFor(
+        0, p.numElements() / C, std::max<int64_t>(1, kElemGrain / C),
+        [&](int64_t lo, int64_t hi) {
+          k->fn(in.data(), out.data(), lo * C, hi * C, ctx.seed, ctx.step);
+        });
     return llvm::Error::success();
   }
   if (p.sums.empty()) {

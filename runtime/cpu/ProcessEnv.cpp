@@ -1,4 +1,5 @@
-//===- ProcessEnv.cpp - Environment the CPU runtime needs at library load --===//
+//===- ProcessEnv.cpp - Environment the CPU runtime needs at library load
+//--===//
 #include "runtime/cpu/ProcessEnv.h"
 
 #include <cblas.h>
@@ -33,7 +34,8 @@ const char *blasCoreName() { return openblas_get_corename(); }
 
 void reexecWithRuntimeEnv(char **argv) {
   // The marker stops a second re-exec if the new settings did not take.
-  if (std::getenv("STRATA_REEXECED")) return;
+  if (std::getenv("STRATA_REEXECED"))
+    return;
   bool changed = false;
   if (!std::getenv("OPENBLAS_CORETYPE")) {
     if (const char *core = preferredBlasCore()) {
@@ -47,9 +49,10 @@ void reexecWithRuntimeEnv(char **argv) {
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     changed = true;
   }
-  if (!changed) return;
+  if (!changed)
+    return;
   setenv("STRATA_REEXECED", "1", 1);
-  execv("/proc/self/exe", argv);  // returns only on failure: keep going
+  execv("/proc/self/exe", argv); // returns only on failure: keep going
 }
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- ProcessEnv.h - Environment the CPU runtime needs at library load ----===//
+//===- ProcessEnv.h - Environment the CPU runtime needs at library load
+//----===//
 //
 // Two settings are read by OpenBLAS only when the process starts, so a strata
 // process that lacks them sets them and re-executes itself once:

@@ -100,8 +100,8 @@ static llvm::Expected<uint64_t> cacheKey(llvm::StringRef textPath,
                                          const Tokenizer &tokenizer) {
   llvm::sys::fs::file_status st;
   if (std::error_code ec = llvm::sys::fs::status(textPath, st))
-    return fail(textPath + ": error: cannot read the data file: " +
-                ec.message());
+    return fail(textPath +
+                ": error: cannot read the data file: " + ec.message());
   if (st.type() != llvm::sys::fs::file_type::regular_file)
     return fail(textPath + ": error: the data file is not a regular file");
   uint64_t fields[3] = {

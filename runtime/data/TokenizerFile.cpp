@@ -24,9 +24,12 @@ static llvm::Error fail(const llvm::Twine &msg) {
 /// Decodes standard base64 (with '=' padding); nullopt if malformed.
 static std::optional<std::string> decodeBase64(llvm::StringRef s) {
   auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c >= 'A' && c <= 'Z')
+      return c - 'A';
+    if (c >= 'a' && c <= 'z')
+      return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+      return c - '0' + 52;
     return c == '+' ? 62 : c == '/' ? 63 : -1;
   };
   if (s.size() % 4)
@@ -75,8 +78,7 @@ llvm::Expected<Tokenizer> Tokenizer::fromFileContent(llvm::StringRef fileName,
   return t;
 }
 
-llvm::Expected<Tokenizer>
-Tokenizer::fileFromJSON(const llvm::json::Object &o) {
+llvm::Expected<Tokenizer> Tokenizer::fileFromJSON(const llvm::json::Object &o) {
   auto file = o.getString("file");
   if (!file)
     return fail("bad tokenizer description: a file tokenizer needs a string "

@@ -43,8 +43,8 @@ struct ApiRequest {
   std::vector<std::string> prompts;
   std::vector<GenerationRequest> sequences; ///< One per prompt.
   bool stream = false;
-  bool logprobs = false;   ///< Megatron: logprobs; OpenAI: logprobs given.
-  bool echo = false;       ///< OpenAI: the prompt opens the text.
+  bool logprobs = false; ///< Megatron: logprobs; OpenAI: logprobs given.
+  bool echo = false;     ///< OpenAI: the prompt opens the text.
 };
 
 /// A request the server refuses, with the message for the client.
@@ -55,9 +55,9 @@ struct ApiError {
 
 /// Parses a `PUT /api` body. `randomSeed` seeds requests without
 /// random_seed.
-std::variant<ApiRequest, ApiError>
-parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
-                     uint64_t randomSeed);
+std::variant<ApiRequest, ApiError> parseMegatronRequest(llvm::StringRef body,
+                                                        const ServeContext &ctx,
+                                                        uint64_t randomSeed);
 /// The `PUT /api` response for `results` (one per prompt, in order).
 llvm::json::Value megatronResponse(const ApiRequest &req,
                                    const std::vector<GenerationResult> &results,
@@ -68,10 +68,9 @@ std::variant<ApiRequest, ApiError>
 parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
                        uint64_t randomSeed);
 /// The whole completion response.
-llvm::json::Value completionResponse(const ApiRequest &req,
-                                     const std::vector<GenerationResult> &results,
-                                     const ServeContext &ctx,
-                                     llvm::StringRef id, int64_t created);
+llvm::json::Value completionResponse(
+    const ApiRequest &req, const std::vector<GenerationResult> &results,
+    const ServeContext &ctx, llvm::StringRef id, int64_t created);
 /// One server-sent event's JSON: `text` for choice `index`, the token's
 /// logprobs when asked, and finish_reason when `finish` is set.
 llvm::json::Value completionChunk(const ApiRequest &req, size_t index,

@@ -77,7 +77,8 @@ public:
     auto i = o_.get(key)->getAsInteger();
     if (!i || *i < lo || *i > hi)
       fail(key.str() + " must be an integer in [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "]" + (what.empty() ? "" : " (" + what.str() + ")"));
+           std::to_string(hi) + "]" +
+           (what.empty() ? "" : " (" + what.str() + ")"));
     else
       out = *i;
   }

@@ -33,8 +33,8 @@ template <typename T> T *grow(std::vector<T> &v, int64_t n) {
 }
 
 /// y = x @ W (+ b per row). x is (n, in), W is (in, out), y is (n, out).
-void linear(const float *x, const float *W, const float *b, float *y,
-            int64_t n, int64_t in, int64_t out) {
+void linear(const float *x, const float *W, const float *b, float *y, int64_t n,
+            int64_t in, int64_t out) {
   GemmArgs g;
   g.M = n, g.N = out, g.K = in;
   if (b) {
@@ -70,7 +70,8 @@ llvm::Error Decoder::checkPrefill(int64_t slot,
                " tokens (got " + llvm::Twine(tokens.size()) + ")");
   for (int32_t t : tokens)
     if (t < 0 || t >= config_.vocab)
-      return err("token id " + llvm::Twine(t) + " is outside the vocabulary [0, " +
+      return err("token id " + llvm::Twine(t) +
+                 " is outside the vocabulary [0, " +
                  llvm::Twine(config_.vocab) + ")");
   return llvm::Error::success();
 }
@@ -155,8 +156,8 @@ void CachedDecoder::forward(llvm::ArrayRef<Row> rows,
 void CachedDecoder::block(const LayerWeights &l, int64_t layer,
                           llvm::ArrayRef<Row> rows) {
   const ModelConfig &c = config_;
-  int64_t n = int64_t(rows.size()), H = c.hidden, D = c.headDim,
-          Hq = c.heads, Hkv = c.kvHeads, S = c.seq, G = Hq / Hkv;
+  int64_t n = int64_t(rows.size()), H = c.hidden, D = c.headDim, Hq = c.heads,
+          Hkv = c.kvHeads, S = c.seq, G = Hq / Hkv;
   float *x = x_.data(), *h = grow(h_, n * H);
   float *q = grow(q_, n * Hq * D), *k = grow(k_, n * Hkv * D),
         *v = grow(v_, n * Hkv * D), *att = grow(att_, n * Hq * D);
@@ -169,7 +170,8 @@ void CachedDecoder::block(const LayerWeights &l, int64_t layer,
   linear(h, l.qW, l.qB, q, n, H, Hq * D);
   linear(h, l.kW, l.kB, k, n, H, Hkv * D);
   linear(h, l.vW, l.vB, v, n, H, Hkv * D);
-  kernels::RopeScaling sc; // Llama-3.1 frequencies, as the graph's rope computes them
+  kernels::RopeScaling
+      sc; // Llama-3.1 frequencies, as the graph's rope computes them
   if (c.ropeScaling.factor > 0)
     sc = {c.ropeScaling.factor, c.ropeScaling.lowFreqFactor,
           c.ropeScaling.highFreqFactor, c.ropeScaling.originalMaxPositions};

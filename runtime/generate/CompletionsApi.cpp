@@ -72,8 +72,7 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
     return bad("the request body must be a JSON object");
   Fields f(*o);
   std::vector<std::string> prompts, stops, model, user;
-  int64_t maxTokens = 16, topK = 0, n = 1, logprobs = -1, seed = -1,
-          bestOf = 1;
+  int64_t maxTokens = 16, topK = 0, n = 1, logprobs = -1, seed = -1, bestOf = 1;
   double temperature = 1.0, topP = 1.0, presence = 0, frequency = 0;
   bool stream = false, echo = false;
   if (!f.has("prompt"))
@@ -93,8 +92,10 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
   f.getStrings("stop", stops, true, 4);
   f.getInt("seed", seed, 0, INT64_MAX);
   f.getStrings("user", user, false, 1);
-  f.getNumber("presence_penalty", presence, 0, 0, "penalties are not supported");
-  f.getNumber("frequency_penalty", frequency, 0, 0, "penalties are not supported");
+  f.getNumber("presence_penalty", presence, 0, 0,
+              "penalties are not supported");
+  f.getNumber("frequency_penalty", frequency, 0, 0,
+              "penalties are not supported");
   f.getInt("best_of", bestOf, 1, 1, "one choice per prompt");
   if (f.has("logit_bias")) {
     const llvm::json::Object *lb = o->getObject("logit_bias");
@@ -122,22 +123,26 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerationRequest g;
     if (auto e = ctx.tokenizer->encode(prompts[i], g.prompt))
-      return bad("prompt " + std::to_string(i) + " cannot be tokenized: " +
-                 llvm::toString(std::move(e)));
+      return bad("prompt " + std::to_string(i) +
+                 " cannot be tokenized: " + llvm::toString(std::move(e)));
     if (g.prompt.empty()) {
       if (auto bos = ctx.tokenizer->bosId())
         g.prompt.push_back(*bos);
       else
-        return bad("prompt " + std::to_string(i) + " is empty (this model's "
+        return bad("prompt " + std::to_string(i) +
+                   " is empty (this model's "
                    "tokenizer has no BOS token to start from)");
     }
     int64_t len = int64_t(g.prompt.size());
     if (len + maxTokens > ctx.config->seq)
       return bad("This model's maximum context length is " +
-                 std::to_string(ctx.config->seq) + " tokens, however you "
-                 "requested " + std::to_string(len + maxTokens) + " tokens (" +
+                 std::to_string(ctx.config->seq) +
+                 " tokens, however you "
+                 "requested " +
+                 std::to_string(len + maxTokens) + " tokens (" +
                  std::to_string(len) + " in your prompt; " +
-                 std::to_string(maxTokens) + " for the completion). Please "
+                 std::to_string(maxTokens) +
+                 " for the completion). Please "
                  "reduce your prompt; or completion length.");
     g.maxNewTokens = maxTokens;
     g.sampling = {temperature, topK, topP,
@@ -153,18 +158,18 @@ parseCompletionRequest(llvm::StringRef body, const ServeContext &ctx,
   return req;
 }
 
-static llvm::json::Value
-choiceLogprobs(const ApiRequest &req, const GenerationResult &r,
-               const ServeContext &ctx, int64_t offset) {
+static llvm::json::Value choiceLogprobs(const ApiRequest &req,
+                                        const GenerationResult &r,
+                                        const ServeContext &ctx,
+                                        int64_t offset) {
   if (!req.logprobs)
     return nullptr;
   return logprobsJSON(ctx, r.tokens, r.logprobs, r.topLogprobs, offset);
 }
 
-llvm::json::Value completionResponse(const ApiRequest &req,
-                                     const std::vector<GenerationResult> &results,
-                                     const ServeContext &ctx,
-                                     llvm::StringRef id, int64_t created) {
+llvm::json::Value completionResponse(
+    const ApiRequest &req, const std::vector<GenerationResult> &results,
+    const ServeContext &ctx, llvm::StringRef id, int64_t created) {
   llvm::json::Array choices;
   int64_t promptTokens = 0, completionTokens = 0;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -184,10 +189,10 @@ llvm::json::Value completionResponse(const ApiRequest &req,
       {"created", created},
       {"model", ctx.modelName},
       {"choices", std::move(choices)},
-      {"usage", llvm::json::Object{{"prompt_tokens", promptTokens},
-                                   {"completion_tokens", completionTokens},
-                                   {"total_tokens",
-                                    promptTokens + completionTokens}}}};
+      {"usage",
+       llvm::json::Object{{"prompt_tokens", promptTokens},
+                          {"completion_tokens", completionTokens},
+                          {"total_tokens", promptTokens + completionTokens}}}};
 }
 
 llvm::json::Value completionChunk(const ApiRequest &req, size_t index,
@@ -208,12 +213,11 @@ llvm::json::Value completionChunk(const ApiRequest &req, size_t index,
       {"object", "text_completion"},
       {"created", created},
       {"model", ctx.modelName},
-      {"choices",
-       llvm::json::Array{llvm::json::Object{
-           {"text", llvm::json::fixUTF8(text)},
-           {"index", int64_t(index)},
-           {"logprobs", std::move(lp)},
-           {"finish_reason", std::move(why)}}}}};
+      {"choices", llvm::json::Array{
+                      llvm::json::Object{{"text", llvm::json::fixUTF8(text)},
+                                         {"index", int64_t(index)},
+                                         {"logprobs", std::move(lp)},
+                                         {"finish_reason", std::move(why)}}}}};
 }
 
 llvm::json::Value openaiError(llvm::StringRef message) {

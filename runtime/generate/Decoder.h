@@ -1,4 +1,5 @@
-//===- Decoder.h - Next-token logits for sequences in flight ---------------===//
+//===- Decoder.h - Next-token logits for sequences in flight
+//---------------===//
 //
 // A Decoder holds up to `slots()` sequences and returns the logits that
 // follow each. Two implementations compute the same function:

@@ -27,8 +27,10 @@ static size_t incompleteUTF8Tail(llvm::StringRef s) {
     auto b = static_cast<uint8_t>(s[s.size() - back]);
     if ((b & 0xC0) == 0x80)
       continue; // a continuation byte: look further back
-    size_t need = (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3
-                                         : (b & 0xF8) == 0xF0 ? 4 : 1;
+    size_t need = (b & 0xE0) == 0xC0   ? 2
+                  : (b & 0xF0) == 0xE0 ? 3
+                  : (b & 0xF8) == 0xF0 ? 4
+                                       : 1;
     return need > back ? back : 0;
   }
   return 0;
@@ -69,8 +71,8 @@ Engine::Engine(Decoder &decoder, const Tokenizer &tokenizer)
 
 Engine::~Engine() = default;
 
-llvm::Error Engine::check(const GenerationRequest &req,
-                          const ModelConfig &c, int64_t sampleVocab) {
+llvm::Error Engine::check(const GenerationRequest &req, const ModelConfig &c,
+                          int64_t sampleVocab) {
   int64_t n = int64_t(req.prompt.size());
   if (n == 0)
     return err("the prompt has no tokens (give some text, or a BOS token)");
@@ -166,8 +168,8 @@ bool Engine::consume(Sequence &s, const float *logits) {
     r.text.resize(end);
   } else {
     llvm::StringRef t(r.text);
-    end -= std::max(incompleteUTF8Tail(t),
-                    stopPrefixTail(t, s.req.stopStrings));
+    end -=
+        std::max(incompleteUTF8Tail(t), stopPrefixTail(t, s.req.stopStrings));
   }
   if (end > s.reported) {
     ev.text = r.text.substr(s.reported, end - s.reported);

@@ -49,8 +49,9 @@ struct GenerationRequest {
   uint64_t streamIndex = 0; ///< Seeds this sequence's draws with sampling.seed.
   std::vector<int32_t> stopTokens;
   std::vector<std::string> stopStrings;
-  bool promptLogprobs = false; ///< Logprobs of prompt tokens 1..n-1 (needs n <= seq).
-  int64_t topLogprobs = 0;     ///< Most likely alternatives reported per token.
+  bool promptLogprobs =
+      false; ///< Logprobs of prompt tokens 1..n-1 (needs n <= seq).
+  int64_t topLogprobs = 0; ///< Most likely alternatives reported per token.
   Overflow overflow = Overflow::Slide;
 };
 
@@ -58,7 +59,7 @@ struct GenerationRequest {
 struct TokenEvent {
   int32_t id = 0;
   double logprob = 0;
-  std::string text; ///< Text this token releases (may be empty).
+  std::string text;           ///< Text this token releases (may be empty).
   std::vector<TokenProb> top; ///< (id, logprob) alternatives when asked.
 };
 

@@ -68,7 +68,9 @@ HttpServer::create(Scheduler &scheduler, const ServeContext &ctx,
                    const ServerOptions &opts) {
   std::unique_ptr<HttpServer> s(new HttpServer(scheduler, ctx));
   int threads = opts.threads;
-  s->svr_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s->svr_->new_task_queue = [threads] {
+    return new httplib::ThreadPool(threads);
+  };
   s->svr_->set_payload_max_length(opts.maxBodyBytes);
   s->routes();
   // cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG,
@@ -107,20 +109,22 @@ void HttpServer::routes() {
   svr.Get("/health", [](const httplib::Request &, httplib::Response &res) {
     res.set_content("ok\n", "text/plain");
   });
-  svr.Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
-    llvm::json::Value v = llvm::json::Object{
-        {"object", "list"},
-        {"data", llvm::json::Array{llvm::json::Object{
-                     {"id", ctx_.modelName},
-                     {"object", "model"},
-                     {"owned_by", "strata"}}}}};
-    res.set_content(jsonText(v), "application/json");
-  });
+  svr.Get(
+      "/v1/models", [this](const httplib::Request &, httplib::Response &res) {
+        llvm::json::Value v = llvm::json::Object{
+            {"object", "list"},
+            {"data",
+             llvm::json::Array{llvm::json::Object{{"id", ctx_.modelName},
+                                                  {"object", "model"},
+                                                  {"owned_by", "strata"}}}}};
+        res.set_content(jsonText(v), "application/json");
+      });
 
   // Runs `req`'s sequences to the end and returns their results, or sets
   // the error response and returns nothing.
-  auto runAll = [this](ApiRequest &req, httplib::Response &res,
-                       bool openai) -> std::optional<std::vector<GenerationResult>> {
+  auto runAll =
+      [this](ApiRequest &req, httplib::Response &res,
+             bool openai) -> std::optional<std::vector<GenerationResult>> {
     auto col = std::make_shared<Collector>(req.sequences.size());
     std::vector<Scheduler::Job> jobs;
     for (size_t i = 0; i < req.sequences.size(); ++i) {
@@ -135,8 +139,9 @@ void HttpServer::routes() {
     }
     auto fail = [&](int status, const std::string &msg) {
       res.status = status;
-      res.set_content(jsonText(openai ? openaiError(msg) : llvm::json::Value(msg)),
-                      "application/json");
+      res.set_content(
+          jsonText(openai ? openaiError(msg) : llvm::json::Value(msg)),
+          "application/json");
     };
     if (auto e = scheduler_.submit(std::move(jobs))) {
       fail(503, llvm::toString(std::move(e)));
@@ -152,19 +157,20 @@ void HttpServer::routes() {
     return std::move(col->results);
   };
 
-  svr.Put("/api", [this, runAll](const httplib::Request &hreq,
-                                 httplib::Response &res) {
-    auto parsed = parseMegatronRequest(hreq.body, ctx_, freshSeed());
-    if (auto *e = std::get_if<ApiError>(&parsed)) {
-      res.status = e->status;
-      res.set_content(jsonText(llvm::json::Value(e->message)), "application/json");
-      return;
-    }
-    ApiRequest &req = std::get<ApiRequest>(parsed);
-    if (auto results = runAll(req, res, false))
-      res.set_content(jsonText(megatronResponse(req, *results, ctx_)),
-                      "application/json");
-  });
+  svr.Put("/api",
+          [this, runAll](const httplib::Request &hreq, httplib::Response &res) {
+            auto parsed = parseMegatronRequest(hreq.body, ctx_, freshSeed());
+            if (auto *e = std::get_if<ApiError>(&parsed)) {
+              res.status = e->status;
+              res.set_content(jsonText(llvm::json::Value(e->message)),
+                              "application/json");
+              return;
+            }
+            ApiRequest &req = std::get<ApiRequest>(parsed);
+            if (auto results = runAll(req, res, false))
+              res.set_content(jsonText(megatronResponse(req, *results, ctx_)),
+                              "application/json");
+          });
 
   svr.Post("/v1/completions", [this, runAll](const httplib::Request &hreq,
                                              httplib::Response &res) {
@@ -177,11 +183,13 @@ void HttpServer::routes() {
     static std::atomic<uint64_t> counter{0};
     std::string id = "cmpl-" + std::to_string(++counter);
     int64_t created = unixTime();
-    auto req = std::make_shared<ApiRequest>(std::move(std::get<ApiRequest>(parsed)));
+    auto req =
+        std::make_shared<ApiRequest>(std::move(std::get<ApiRequest>(parsed)));
     if (!req->stream) {
       if (auto results = runAll(*req, res, true))
-        res.set_content(jsonText(completionResponse(*req, *results, ctx_, id, created)),
-                        "application/json");
+        res.set_content(
+            jsonText(completionResponse(*req, *results, ctx_, id, created)),
+            "application/json");
       return;
     }
     // Streaming: chunks go through a channel the response provider drains.
@@ -191,8 +199,9 @@ void HttpServer::routes() {
     std::vector<Scheduler::Job> jobs;
     for (size_t i = 0; i < n; ++i) {
       if (req->echo)
-        ch->events.push_back(event(completionChunk(
-            *req, i, req->prompts[i], nullptr, std::nullopt, ctx, id, created)));
+        ch->events.push_back(
+            event(completionChunk(*req, i, req->prompts[i], nullptr,
+                                  std::nullopt, ctx, id, created)));
       Sink sink;
       sink.onToken = [=, &ctx](const TokenEvent &ev) {
         if (ch->cancelled)
@@ -209,11 +218,13 @@ void HttpServer::routes() {
       };
       sink.onFinish = [=, &ctx](GenerationResult r) {
         std::lock_guard<std::mutex> lock(ch->mu);
-        std::string rest = r.text.size() > ch->sent[i] ? r.text.substr(ch->sent[i]) : "";
-        ch->events.push_back(event(completionChunk(*req, i, rest, nullptr,
-                                                   r.finish, ctx, id, created)));
+        std::string rest =
+            r.text.size() > ch->sent[i] ? r.text.substr(ch->sent[i]) : "";
+        ch->events.push_back(event(completionChunk(
+            *req, i, rest, nullptr, r.finish, ctx, id, created)));
         if (!r.error.empty())
-          ch->events.push_back(event(openaiError("generation failed: " + r.error)));
+          ch->events.push_back(
+              event(openaiError("generation failed: " + r.error)));
         if (--ch->left == 0)
           ch->events.push_back("data: [DONE]\n\n");
         ch->cv.notify_all();
@@ -231,9 +242,8 @@ void HttpServer::routes() {
         "text/event-stream",
         [ch](size_t, httplib::DataSink &sink) {
           std::unique_lock<std::mutex> lock(ch->mu);
-          ch->cv.wait_for(lock, std::chrono::milliseconds(200), [&] {
-            return !ch->events.empty() || ch->left == 0;
-          });
+          ch->cv.wait_for(lock, std::chrono::milliseconds(200),
+                          [&] { return !ch->events.empty() || ch->left == 0; });
           std::deque<std::string> out = std::move(ch->events);
           ch->events.clear();
           bool finished = ch->left == 0;

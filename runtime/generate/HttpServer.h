@@ -30,8 +30,8 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 0; ///< 0: any free port (see HttpServer::port()).
   int64_t maxQueue = 64;
-  int threads = 32;                 ///< HTTP worker threads.
-  size_t maxBodyBytes = 1u << 20;   ///< Larger bodies get 413.
+  int threads = 32;               ///< HTTP worker threads.
+  size_t maxBodyBytes = 1u << 20; ///< Larger bodies get 413.
 };
 
 class HttpServer {

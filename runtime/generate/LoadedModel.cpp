@@ -22,7 +22,8 @@ LoadedModel::load(llvm::StringRef path) {
     return bad("not a model checkpoint (its metadata has no model spec; "
                "generate from a checkpoint.bin written by `strata train` or "
                "`strata import-hf`)");
-  auto spec = parseModelSpec(*specText->getAsString(), path.str() + " (model spec)");
+  auto spec =
+      parseModelSpec(*specText->getAsString(), path.str() + " (model spec)");
   if (!spec)
     return spec.takeError();
   m->config = resolveModelSpec(*spec);
@@ -48,7 +49,8 @@ llvm::Error LoadedModel::chooseTokenizer(llvm::StringRef flag,
   };
   if (flag.empty()) {
     if (!tokenizer)
-      return err(path + ": error: the checkpoint stores no tokenizer (import-hf "
+      return err(path +
+                 ": error: the checkpoint stores no tokenizer (import-hf "
                  "copies none): pass --tokenizer byte or a tokenizer.json / "
                  "SentencePiece .model");
     return llvm::Error::success();
@@ -74,7 +76,8 @@ LoadedModel::makeDecoder(bool cached, int64_t slots, Device &device) const {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "the key/value-cache decoder does not implement " +
-            std::string(config.isFalcon() ? "Falcon blocks" : "sliding-window attention") +
+            std::string(config.isFalcon() ? "Falcon blocks"
+                                          : "sliding-window attention") +
             " (use --no-kv-cache, which runs the model's graph)");
   if (cached)
     return std::make_unique<CachedDecoder>(weights, slots);

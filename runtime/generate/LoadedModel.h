@@ -1,9 +1,11 @@
-//===- LoadedModel.h - A training checkpoint, ready to generate from -------===//
+//===- LoadedModel.h - A training checkpoint, ready to generate from
+//-------===//
 //
 // Everything `strata generate` and `strata serve` read from a checkpoint
 // written by `strata train` or `strata import-hf`: the model spec and
-// tokenizer (if any) stored in its metadata, its parameters bound for decoding (ModelWeights), and a
-// decoder over them, cached (default) or the uncached reference.
+// tokenizer (if any) stored in its metadata, its parameters bound for decoding
+// (ModelWeights), and a decoder over them, cached (default) or the uncached
+// reference.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -26,7 +28,8 @@ struct LoadedModel {
   ModelWeights weights;
 
   /// Reads and checks `path`; errors read `<path>: error: <what>`.
-  static llvm::Expected<std::unique_ptr<LoadedModel>> load(llvm::StringRef path);
+  static llvm::Expected<std::unique_ptr<LoadedModel>>
+  load(llvm::StringRef path);
 
   /// The --tokenizer flag of generate and serve: empty keeps the
   /// checkpoint's (an error when it stores none: import-hf's), else "byte"

@@ -31,8 +31,8 @@ std::optional<ApiError> tokenize(const std::vector<std::string> &prompts,
   for (size_t i = 0; i < prompts.size(); ++i) {
     GenerationRequest g;
     if (auto e = ctx.tokenizer->encode(prompts[i], g.prompt))
-      return bad("prompt " + std::to_string(i) + " cannot be tokenized: " +
-                 llvm::toString(std::move(e)));
+      return bad("prompt " + std::to_string(i) +
+                 " cannot be tokenized: " + llvm::toString(std::move(e)));
     out.sequences.push_back(std::move(g));
   }
   out.prompts = prompts;
@@ -41,9 +41,9 @@ std::optional<ApiError> tokenize(const std::vector<std::string> &prompts,
 
 } // namespace
 
-std::variant<ApiRequest, ApiError>
-parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
-                     uint64_t randomSeed) {
+std::variant<ApiRequest, ApiError> parseMegatronRequest(llvm::StringRef body,
+                                                        const ServeContext &ctx,
+                                                        uint64_t randomSeed) {
   if (!nestingWithin(body, 32))
     return bad("the request nests arrays or objects more than 32 deep");
   auto parsed = llvm::json::parse(body);
@@ -74,7 +74,8 @@ parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
   if (prompts.empty())
     return bad("prompts is empty");
   if (int64_t(prompts.size()) > ctx.maxPrompts)
-    return bad("Maximum number of prompts is " + std::to_string(ctx.maxPrompts));
+    return bad("Maximum number of prompts is " +
+               std::to_string(ctx.maxPrompts));
 
   int64_t tokens = 64, topK = 0, seed = -1, stopToken = -1;
   bool logprobs = false, addBOS = false, stopOnEol = false,
@@ -119,7 +120,8 @@ parseMegatronRequest(llvm::StringRef body, const ServeContext &ctx,
     int64_t n = int64_t(g.prompt.size());
     if (n + tokens > ctx.config->seq)
       return bad("Length of prompt + tokens_to_generate longer than allowed: "
-                 "prompt " + std::to_string(i) + " has " + std::to_string(n) +
+                 "prompt " +
+                 std::to_string(i) + " has " + std::to_string(n) +
                  " tokens, + " + std::to_string(tokens) + " > the model's " +
                  std::to_string(ctx.config->seq));
     g.maxNewTokens = tokens;
@@ -153,7 +155,8 @@ llvm::json::Value megatronResponse(const ApiRequest &req,
     llvm::json::Array seg, ids, lps;
     for (int32_t t : all) {
       auto s = ctx.tokenizer->decode(llvm::ArrayRef<int32_t>(t));
-      seg.push_back(llvm::json::fixUTF8(s ? *s : (llvm::consumeError(s.takeError()), "")));
+      seg.push_back(llvm::json::fixUTF8(
+          s ? *s : (llvm::consumeError(s.takeError()), "")));
       ids.push_back(t);
     }
     for (double lp : r.promptLogprobs)

@@ -39,8 +39,8 @@ ModelWeights::bind(const ModelConfig &config,
     auto it = params.find(val.name);
     if (it == params.end())
       return err("the checkpoint has no parameter " + val.name + " (the " +
-                 c.familyName() + " model of its spec needs " +
-                 val.type.str() + ")");
+                 c.familyName() + " model of its spec needs " + val.type.str() +
+                 ")");
     const HostTensor &t = *it->second;
     if (t.type() != val.type)
       return err("parameter " + val.name + " is " + t.type().str() +

@@ -17,8 +17,7 @@ llvm::Error checkSamplingParams(const SamplingParams &p, bool flagStyle) {
     return std::string(flagStyle ? flag : field);
   };
   auto num = [](double v) { return llvm::formatv("{0}", v).str(); };
-  if (!std::isfinite(p.temperature) || p.temperature < 0 ||
-      p.temperature > 100)
+  if (!std::isfinite(p.temperature) || p.temperature < 0 || p.temperature > 100)
     return err(name("--temperature", "temperature") +
                " must be a number in [0, 100] (got " + num(p.temperature) +
                "; 0 is greedy decoding)");

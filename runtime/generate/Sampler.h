@@ -1,4 +1,5 @@
-//===- Sampler.h - Choosing the next token from logits ---------------------===//
+//===- Sampler.h - Choosing the next token from logits
+//---------------------===//
 //
 // Sampling as Hugging Face's warpers apply it, in this order: divide the
 // logits by the temperature, keep the k most likely tokens (top-k), then

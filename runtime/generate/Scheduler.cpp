@@ -51,9 +51,8 @@ int64_t Scheduler::active() {
 void Scheduler::run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    wake_.wait(lock, [&] {
-      return stop_ || !queue_.empty() || engine_.active() > 0;
-    });
+    wake_.wait(
+        lock, [&] { return stop_ || !queue_.empty() || engine_.active() > 0; });
     if (stop_)
       break;
     // Admit what fits; prefills run outside the lock so submit() never

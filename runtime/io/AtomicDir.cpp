@@ -19,9 +19,9 @@ static bool isEmptyDir(llvm::StringRef dir) {
   return !ec && it == llvm::sys::fs::directory_iterator();
 }
 
-llvm::Error
-writeDirectoryAtomically(llvm::StringRef dir,
-                         llvm::function_ref<llvm::Error(llvm::StringRef)> write) {
+llvm::Error writeDirectoryAtomically(
+    llvm::StringRef dir,
+    llvm::function_ref<llvm::Error(llvm::StringRef)> write) {
   bool exists = llvm::sys::fs::exists(dir);
   if (exists && !isEmptyDir(dir))
     return fail(dir + ": the output directory exists and is not empty "
@@ -38,7 +38,8 @@ writeDirectoryAtomically(llvm::StringRef dir,
     if (std::error_code ec = llvm::sys::fs::rename(staging, dir))
       err = fail(dir + ": cannot rename '" + staging + "' to it (" +
                  ec.message() + ")");
-  if (err) llvm::sys::fs::remove_directories(staging);
+  if (err)
+    llvm::sys::fs::remove_directories(staging);
   return err;
 }
 

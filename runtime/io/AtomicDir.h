@@ -17,8 +17,8 @@ namespace strata {
 
 /// Runs `write(stagingDir)` and moves the staging directory to `dir`.
 /// Errors read `<dir>: <what>` (or are `write`'s own); `dir` is untouched then.
-llvm::Error
-writeDirectoryAtomically(llvm::StringRef dir,
-                         llvm::function_ref<llvm::Error(llvm::StringRef)> write);
+llvm::Error writeDirectoryAtomically(
+    llvm::StringRef dir,
+    llvm::function_ref<llvm::Error(llvm::StringRef)> write);
 
 } // namespace strata

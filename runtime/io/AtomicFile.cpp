@@ -7,8 +7,8 @@
 #include "llvm/Support/Process.h"
 
 #include <cerrno>
-#include <cstring>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 

@@ -59,8 +59,10 @@ llvm::Error saveCheckpoint(llvm::StringRef path, const Checkpoint &ckpt) {
   llvm::StringSet<> names;
   for (const NamedTensor &nt : ckpt.tensors) {
     if (!names.insert(nt.name).second)
-      return fail(path + ": error: cannot save the checkpoint: duplicate "
-                         "tensor name '" + nt.name + "'");
+      return fail(path +
+                  ": error: cannot save the checkpoint: duplicate "
+                  "tensor name '" +
+                  nt.name + "'");
     // A diverged state never replaces a good checkpoint.
     if (int64_t i = nt.tensor.firstNonFinite(); i >= 0)
       return fail(path + ": error: refusing to save the checkpoint: tensor '" +

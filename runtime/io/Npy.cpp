@@ -31,7 +31,8 @@ llvm::Error writeNpyF32(llvm::StringRef path, llvm::ArrayRef<float> data,
   std::string header = npyHeaderF32(shape);
   return writeFileAtomically(path, [&](llvm::raw_ostream &os) {
     os << header;
-    os.write(reinterpret_cast<const char *>(data.data()), data.size() * sizeof(float));
+    os.write(reinterpret_cast<const char *>(data.data()),
+             data.size() * sizeof(float));
     return llvm::Error::success();
   });
 }

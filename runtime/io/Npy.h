@@ -1,4 +1,5 @@
-//===- Npy.h - NumPy .npy arrays ---------------------------------*- C++ -*-===//
+//===- Npy.h - NumPy .npy arrays ---------------------------------*- C++
+//-*-===//
 //
 // `strata eval --dump-logits` writes logits as a .npy file (NumPy's format
 // 1.0: magic "\x93NUMPY", version, a little-endian u16 header length, a

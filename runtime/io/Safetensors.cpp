@@ -68,28 +68,34 @@ static uint64_t stDtypeBytes(llvm::StringRef d) {
 
 /// Parses one header entry `name`: `v`, checking its fields.
 static llvm::Expected<SafetensorsEntry> parseEntry(llvm::StringRef name,
-                                                  const llvm::json::Value &v) {
+                                                   const llvm::json::Value &v) {
   SafetensorsEntry e;
   e.name = name.str();
   auto bad = [&](const llvm::Twine &why) {
     return fail("tensor '" + name + "': " + why);
   };
   const llvm::json::Object *o = v.getAsObject();
-  if (!o) return bad("expected an object with dtype, shape, data_offsets");
+  if (!o)
+    return bad("expected an object with dtype, shape, data_offsets");
   for (const auto &kv : *o)
-    if (kv.first != "dtype" && kv.first != "shape" && kv.first != "data_offsets")
+    if (kv.first != "dtype" && kv.first != "shape" &&
+        kv.first != "data_offsets")
       return bad("unknown field \"" + kv.first.str() + "\"");
   auto dtype = o->getString("dtype");
-  if (!dtype) return bad("missing string \"dtype\"");
+  if (!dtype)
+    return bad("missing string \"dtype\"");
   e.dtype = dtype->str();
   uint64_t elemBytes = stDtypeBytes(*dtype);
-  if (!elemBytes) return bad("unknown dtype \"" + *dtype + "\"");
+  if (!elemBytes)
+    return bad("unknown dtype \"" + *dtype + "\"");
   const llvm::json::Array *shape = o->getArray("shape");
-  if (!shape) return bad("missing array \"shape\"");
+  if (!shape)
+    return bad("missing array \"shape\"");
   uint64_t bytes = elemBytes;
   for (const llvm::json::Value &d : *shape) {
     auto dim = d.getAsInteger();
-    if (!dim || *dim < 0) return bad("\"shape\" must hold non-negative integers");
+    if (!dim || *dim < 0)
+      return bad("\"shape\" must hold non-negative integers");
     e.shape.push_back(*dim);
     if (*dim && bytes > UINT64_MAX / uint64_t(*dim))
       return bad("\"shape\" overflows 64 bits of bytes");
@@ -97,15 +103,17 @@ static llvm::Expected<SafetensorsEntry> parseEntry(llvm::StringRef name,
   }
   const llvm::json::Array *off = o->getArray("data_offsets");
   llvm::Optional<int64_t> b, en;
-  if (off && off->size() == 2) b = (*off)[0].getAsInteger(), en = (*off)[1].getAsInteger();
+  if (off && off->size() == 2)
+    b = (*off)[0].getAsInteger(), en = (*off)[1].getAsInteger();
   if (!b || !en || *b < 0 || *en < *b)
     return bad("\"data_offsets\" must be [begin, end] with 0 <= begin <= end");
   e.begin = uint64_t(*b);
   e.end = uint64_t(*en);
   if (e.end - e.begin != bytes)
-    return bad("\"data_offsets\" [" + llvm::Twine(e.begin) + ", " + llvm::Twine(e.end) +
-               ") span " + llvm::Twine(e.end - e.begin) + " bytes but " + e.dtype +
-               " x " + llvm::Twine(shape->size()) + "-d shape needs " + llvm::Twine(bytes));
+    return bad("\"data_offsets\" [" + llvm::Twine(e.begin) + ", " +
+               llvm::Twine(e.end) + ") span " + llvm::Twine(e.end - e.begin) +
+               " bytes but " + e.dtype + " x " + llvm::Twine(shape->size()) +
+               "-d shape needs " + llvm::Twine(bytes));
   return e;
 }
 
@@ -114,7 +122,8 @@ SafetensorsFile::open(llvm::StringRef path) {
   auto bad = [&](const llvm::Twine &why) { return fail(path + ": " + why); };
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
-  if (!buf) return bad("cannot open (" + buf.getError().message() + ")");
+  if (!buf)
+    return bad("cannot open (" + buf.getError().message() + ")");
   auto f = std::make_unique<SafetensorsFile>();
   f->path_ = path.str();
   f->buf_ = std::move(*buf);
@@ -124,45 +133,54 @@ SafetensorsFile::open(llvm::StringRef path) {
                " bytes, shorter than the 8-byte header length)");
   uint64_t n = llvm::support::endian::read64le(bytes.data());
   if (n > kMaxHeaderBytes)
-    return bad("header length " + llvm::Twine(n) + " exceeds the 100 MB limit "
+    return bad("header length " + llvm::Twine(n) +
+               " exceeds the 100 MB limit "
                "(not a safetensors file, or a corrupt one)");
   if (n > bytes.size() - 8)
-    return bad("header length " + llvm::Twine(n) + " runs past the end of the " +
-               llvm::Twine(bytes.size()) + "-byte file (truncated?)");
+    return bad("header length " + llvm::Twine(n) +
+               " runs past the end of the " + llvm::Twine(bytes.size()) +
+               "-byte file (truncated?)");
   llvm::StringRef header = bytes.substr(8, n);
   if (!header.startswith("{"))
     return bad("the header does not start with '{' (not a safetensors file)");
   auto json = llvm::json::parse(header);
-  if (!json) return bad("malformed JSON header: " + llvm::toString(json.takeError()));
+  if (!json)
+    return bad("malformed JSON header: " + llvm::toString(json.takeError()));
   const llvm::json::Object *root = json->getAsObject();
-  if (!root) return bad("the header is not a JSON object");
+  if (!root)
+    return bad("the header is not a JSON object");
 
   for (const auto &kv : *root) {
     if (kv.first == "__metadata__") {
       const llvm::json::Object *m = kv.second.getAsObject();
-      if (!m) return bad("\"__metadata__\" must be an object of strings");
+      if (!m)
+        return bad("\"__metadata__\" must be an object of strings");
       for (const auto &mv : *m) {
         auto s = mv.second.getAsString();
         if (!s)
-          return bad("\"__metadata__\" field \"" + mv.first.str() + "\" is not a string");
+          return bad("\"__metadata__\" field \"" + mv.first.str() +
+                     "\" is not a string");
         f->meta_[mv.first.str()] = s->str();
       }
       continue;
     }
     auto e = parseEntry(kv.first, kv.second);
-    if (!e) return bad(llvm::toString(e.takeError()));
+    if (!e)
+      return bad(llvm::toString(e.takeError()));
     f->entries_.push_back(std::move(*e));
   }
   // The tensors must tile the data buffer: no gap, no overlap, nothing after.
-  llvm::sort(f->entries_, [](const SafetensorsEntry &a, const SafetensorsEntry &b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  llvm::sort(f->entries_,
+             [](const SafetensorsEntry &a, const SafetensorsEntry &b) {
+               return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+             });
   uint64_t dataBytes = bytes.size() - 8 - n, at = 0;
   for (const SafetensorsEntry &e : f->entries_) {
     if (e.begin != at)
       return bad("tensor '" + e.name + "': \"data_offsets\" begin at " +
                  llvm::Twine(e.begin) + " but the previous tensor ends at " +
-                 llvm::Twine(at) + " (tensors must be contiguous, without gaps "
+                 llvm::Twine(at) +
+                 " (tensors must be contiguous, without gaps "
                  "or overlaps)");
     if (e.end > dataBytes)
       return bad("tensor '" + e.name + "': \"data_offsets\" end at " +
@@ -172,7 +190,8 @@ SafetensorsFile::open(llvm::StringRef path) {
   }
   if (at != dataBytes)
     return bad("the tensors cover " + llvm::Twine(at) + " of the " +
-               llvm::Twine(dataBytes) + " data bytes (wrong byte count or "
+               llvm::Twine(dataBytes) +
+               " data bytes (wrong byte count or "
                "trailing garbage)");
   for (size_t i = 0; i < f->entries_.size(); ++i)
     f->byName_[f->entries_[i].name] = i;
@@ -185,15 +204,18 @@ const SafetensorsEntry *SafetensorsFile::lookup(llvm::StringRef name) const {
   return it == byName_.end() ? nullptr : &entries_[it->second];
 }
 
-llvm::Expected<HostTensor> SafetensorsFile::readF32(llvm::StringRef name) const {
+llvm::Expected<HostTensor>
+SafetensorsFile::readF32(llvm::StringRef name) const {
   const SafetensorsEntry *e = lookup(name);
-  if (!e) return fail(path_ + ": no tensor '" + name + "'");
+  if (!e)
+    return fail(path_ + ": no tensor '" + name + "'");
   HostTensor t(TensorType{DType::F32, e->shape});
   float *out = t.data<float>();
   const char *src = data_ + e->begin;
   int64_t n = t.numElements();
   if (e->dtype == "F32") {
-    if (n) std::memcpy(out, src, size_t(n) * 4);
+    if (n)
+      std::memcpy(out, src, size_t(n) * 4);
   } else if (e->dtype == "BF16" || e->dtype == "F16") {
     bool bf = e->dtype == "BF16";
     for (int64_t i = 0; i < n; ++i) {
@@ -211,13 +233,15 @@ llvm::Expected<HostTensor> SafetensorsFile::readF32(llvm::StringRef name) const 
 // Writing
 //===----------------------------------------------------------------------===//
 
-llvm::Error writeSafetensors(llvm::StringRef path,
-                             llvm::ArrayRef<NamedTensor> tensors,
-                             const std::map<std::string, std::string> &metadata) {
+llvm::Error
+writeSafetensors(llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
+                 const std::map<std::string, std::string> &metadata) {
   llvm::json::Object header;
   llvm::json::Object meta;
-  for (const auto &[k, v] : metadata) meta[k] = v;
-  if (!metadata.empty()) header["__metadata__"] = std::move(meta);
+  for (const auto &[k, v] : metadata)
+    meta[k] = v;
+  if (!metadata.empty())
+    header["__metadata__"] = std::move(meta);
   uint64_t at = 0;
   for (const NamedTensor &nt : tensors) {
     if (nt.tensor.dtype() != DType::F32)
@@ -226,7 +250,8 @@ llvm::Error writeSafetensors(llvm::StringRef path,
     if (header.find(nt.name) != header.end())
       return fail(path + ": duplicate tensor name '" + nt.name + "'");
     llvm::json::Array shape;
-    for (int64_t d : nt.tensor.shape()) shape.push_back(d);
+    for (int64_t d : nt.tensor.shape())
+      shape.push_back(d);
     uint64_t end = at + uint64_t(nt.tensor.bytes());
     header[nt.name] = llvm::json::Object{
         {"dtype", "F32"},
@@ -274,22 +299,24 @@ llvm::Error writeSafetensorsModel(llvm::StringRef dir,
     return writeSafetensors(join("model.safetensors"), tensors, meta);
   llvm::json::Object weightMap;
   for (size_t s = 0; s < shards.size(); ++s) {
-    std::string name = llvm::formatv("model-{0:d5}-of-{1:d5}.safetensors", s + 1,
-                                     shards.size());
-    auto part = tensors.slice(shards[s].first, shards[s].second - shards[s].first);
-    if (auto e = writeSafetensors(join(name), part, meta)) return e;
-    for (const NamedTensor &nt : part) weightMap[nt.name] = name;
+    std::string name = llvm::formatv("model-{0:d5}-of-{1:d5}.safetensors",
+                                     s + 1, shards.size());
+    auto part =
+        tensors.slice(shards[s].first, shards[s].second - shards[s].first);
+    if (auto e = writeSafetensors(join(name), part, meta))
+      return e;
+    for (const NamedTensor &nt : part)
+      weightMap[nt.name] = name;
   }
   llvm::json::Object index{
       {"metadata", llvm::json::Object{{"total_size", int64_t(total)}}},
       {"weight_map", std::move(weightMap)}};
-  return writeFileAtomically(join("model.safetensors.index.json"),
-                             [&](llvm::raw_ostream &os) {
-                               os << llvm::formatv("{0:2}",
-                                                   llvm::json::Value(std::move(index)))
-                                  << "\n";
-                               return llvm::Error::success();
-                             });
+  return writeFileAtomically(
+      join("model.safetensors.index.json"), [&](llvm::raw_ostream &os) {
+        os << llvm::formatv("{0:2}", llvm::json::Value(std::move(index)))
+           << "\n";
+        return llvm::Error::success();
+      });
 }
 
 } // namespace strata

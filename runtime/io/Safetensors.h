@@ -103,9 +103,9 @@ private:
 /// Writes `tensors` (f32) to `path` atomically as a safetensors file with
 /// "__metadata__" `metadata`, tensors in the given order, header padded
 /// with spaces to a multiple of 8 bytes as the reference writer does.
-llvm::Error writeSafetensors(llvm::StringRef path,
-                             llvm::ArrayRef<NamedTensor> tensors,
-                             const std::map<std::string, std::string> &metadata);
+llvm::Error
+writeSafetensors(llvm::StringRef path, llvm::ArrayRef<NamedTensor> tensors,
+                 const std::map<std::string, std::string> &metadata);
 
 /// Writes `tensors` into directory `dir` as transformers does: one
 /// `model.safetensors` if they fit in `maxShardBytes`, else

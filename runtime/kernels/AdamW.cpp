@@ -1,4 +1,5 @@
-//===- AdamW.cpp - AdamW optimizer update -----------------------------------===//
+//===- AdamW.cpp - AdamW optimizer update
+//-----------------------------------===//
 #include "runtime/kernels/AdamW.h"
 
 #include "runtime/kernels/Check.h"
@@ -9,12 +10,13 @@
 namespace strata::kernels {
 
 template <typename T>
-void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
-               T *mOut, T *vOut, int64_t n, int64_t t, const AdamWConfig &cfg) {
+void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut, T *mOut,
+               T *vOut, int64_t n, int64_t t, const AdamWConfig &cfg) {
   STRATA_KCHECK(t >= 1, "adamwStep", "step t is 1-based");
   const T decay = static_cast<T>(1.0 - cfg.lr * cfg.weightDecay);
   const T b1 = static_cast<T>(cfg.beta1), b2 = static_cast<T>(cfg.beta2);
-  const T c1 = static_cast<T>(1.0 - cfg.beta1), c2 = static_cast<T>(1.0 - cfg.beta2);
+  const T c1 = static_cast<T>(1.0 - cfg.beta1),
+          c2 = static_cast<T>(1.0 - cfg.beta2);
   const T stepSize =
       static_cast<T>(cfg.lr / (1.0 - std::pow(cfg.beta1, double(t))));
   const T invBc2Sqrt =
@@ -31,7 +33,8 @@ void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
       T vi = b2 * v[i] + c2 * gi * gi;
       mOut[i] = mi;
       vOut[i] = vi;
-      pOut[i] = p[i] * decay - stepSize * mi / (std::sqrt(vi) * invBc2Sqrt + eps);
+      pOut[i] =
+          p[i] * decay - stepSize * mi / (std::sqrt(vi) * invBc2Sqrt + eps);
     }
   });
 }
@@ -39,9 +42,8 @@ void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
 template void adamwStep<float>(const float *, const float *, const float *,
                                const float *, float *, float *, float *,
                                int64_t, int64_t, const AdamWConfig &);
-template void adamwStep<double>(const double *, const double *,
-                                const double *, const double *, double *,
-                                double *, double *, int64_t, int64_t,
-                                const AdamWConfig &);
+template void adamwStep<double>(const double *, const double *, const double *,
+                                const double *, double *, double *, double *,
+                                int64_t, int64_t, const AdamWConfig &);
 
 } // namespace strata::kernels

@@ -1,4 +1,5 @@
-//===- AdamW.h - AdamW optimizer update (torch.optim.AdamW semantics) ------===//
+//===- AdamW.h - AdamW optimizer update (torch.optim.AdamW semantics)
+//------===//
 //
 // The elementwise parameter update of one AdamW step; clipping, the LR
 // schedule and the choice of which params decay live in the runtime.
@@ -24,8 +25,8 @@ struct AdamWConfig {
 ///   p -= (lr / (1 - b1^t)) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
 /// Scalar factors are computed in double; m and v start at zero for t = 1.
 template <typename T>
-void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut,
-               T *mOut, T *vOut, int64_t n, int64_t t, const AdamWConfig &cfg);
+void adamwStep(const T *p, const T *g, const T *m, const T *v, T *pOut, T *mOut,
+               T *vOut, int64_t n, int64_t t, const AdamWConfig &cfg);
 
 /// The same step in place on p, m, v.
 template <typename T>

@@ -1,4 +1,5 @@
-//===- Attention.cpp - Scaled dot-product attention with GQA/MQA ------------===//
+//===- Attention.cpp - Scaled dot-product attention with GQA/MQA
+//------------===//
 //
 // Per (b, head) task, the whole S x S probability matrix of that head is
 // built in a small scratch buffer (short sequences: S = 64 is 16 KB of
@@ -29,7 +30,9 @@ namespace {
 /// Element offset of row (b, s, head) in a [B, S, H, D] tensor.
 struct Layout4 {
   int64_t S, H, D;
-  int64_t at(int64_t b, int64_t s, int64_t h) const { return ((b * S + s) * H + h) * D; }
+  int64_t at(int64_t b, int64_t s, int64_t h) const {
+    return ((b * S + s) * H + h) * D;
+  }
 };
 
 void checkDims(const AttentionDims &d, const char *kernel) {
@@ -107,10 +110,14 @@ void tileRows(int64_t K, const T *w, int64_t wk, int64_t wr, const T *x,
               int64_t xs, int64_t r0, int64_t r1, int64_t C, T *out,
               int64_t ldo, T scale) {
   switch (K) {
-  case 4: return tile<T, 4>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
-  case 3: return tile<T, 3>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
-  case 2: return tile<T, 2>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
-  default: return tile<T, 1>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  case 4:
+    return tile<T, 4>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  case 3:
+    return tile<T, 3>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  case 2:
+    return tile<T, 2>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
+  default:
+    return tile<T, 1>(w, wk, wr, x, xs, r0, r1, C, out, ldo, scale);
   }
 }
 
@@ -118,7 +125,8 @@ void tileRows(int64_t K, const T *w, int64_t wk, int64_t wr, const T *x,
 /// outside a sliding window) and past n. Loops run over whole key blocks
 /// from lo (no scalar remainders): masked keys enter the max as -inf and
 /// leave the sum as 0.
-template <typename T> void softmaxRow(T *row, int64_t lo, int64_t n, int64_t Sp) {
+template <typename T>
+void softmaxRow(T *row, int64_t lo, int64_t n, int64_t Sp) {
   int64_t nb = roundUp(n);
   std::fill(row, row + lo, T(0));
   std::fill(row + n, row + nb, -std::numeric_limits<T>::infinity());
@@ -160,7 +168,8 @@ template <typename T> void dsRow(const T *p, T *ds, int64_t nb, T scale) {
 inline __m512 exp16(__m512 x) {
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.33f)),
                     _mm512_set1_ps(88.0f));
-  __m512i k = _mm512_cvtps_epi32(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
+  __m512i k = _mm512_cvtps_epi32(
+      _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)));
   __m512 fk = _mm512_cvtepi32_ps(k);
   __m512 r = _mm512_fnmadd_ps(fk, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(fk, _mm512_set1_ps(-2.12194440e-4f), r);
@@ -170,18 +179,21 @@ inline __m512 exp16(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
   __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r),
                              _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  __m512i e = _mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23);
+  __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(k, _mm512_set1_epi32(127)), 23);
   return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
 }
 
 /// softmaxRow for float on 16-lane vectors: the generic loops ended each
 /// reduction with 16 dependent scalar adds (max, sum) and were half the
 /// forward's time at S = 64.
-template <> void softmaxRow<float>(float *row, int64_t lo, int64_t n, int64_t Sp) {
+template <>
+void softmaxRow<float>(float *row, int64_t lo, int64_t n, int64_t Sp) {
   const int64_t nb = roundUp(n);
-  auto live = [&](int64_t j) {  // lanes with lo <= key j + l < n
-    __mmask16 below = n - j >= kBlock ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
-    __mmask16 above = lo <= j ? __mmask16(0xffff)
+  auto live = [&](int64_t j) { // lanes with lo <= key j + l < n
+    __mmask16 below =
+        n - j >= kBlock ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    __mmask16 above = lo <= j            ? __mmask16(0xffff)
                       : lo - j >= kBlock ? __mmask16(0)
                                          : __mmask16(~((1u << (lo - j)) - 1));
     return __mmask16(below & above);
@@ -192,7 +204,8 @@ template <> void softmaxRow<float>(float *row, int64_t lo, int64_t n, int64_t Sp
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < nb; j += kBlock) {
-    __m512 e = _mm512_maskz_mov_ps(live(j), exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), m)));
+    __m512 e = _mm512_maskz_mov_ps(
+        live(j), exp16(_mm512_sub_ps(_mm512_loadu_ps(row + j), m)));
     _mm512_storeu_ps(row + j, e);
     sum = _mm512_add_ps(sum, e);
   }
@@ -202,7 +215,8 @@ template <> void softmaxRow<float>(float *row, int64_t lo, int64_t n, int64_t Sp
   std::fill(row + nb, row + Sp, 0.0f);
 }
 /// dsRow for float: one horizontal sum per row (nb is whole key blocks).
-template <> void dsRow<float>(const float *p, float *ds, int64_t nb, float scale) {
+template <>
+void dsRow<float>(const float *p, float *ds, int64_t nb, float scale) {
   __m512 acc = _mm512_setzero_ps();
   for (int64_t j = 0; j < nb; j += kBlock)
     acc = _mm512_fmadd_ps(_mm512_loadu_ps(p + j), _mm512_loadu_ps(ds + j), acc);
@@ -210,7 +224,8 @@ template <> void dsRow<float>(const float *p, float *ds, int64_t nb, float scale
   const __m512 sc = _mm512_set1_ps(scale);
   for (int64_t j = 0; j < nb; j += kBlock) {
     __m512 sp = _mm512_mul_ps(sc, _mm512_loadu_ps(p + j));
-    _mm512_storeu_ps(ds + j, _mm512_mul_ps(sp, _mm512_sub_ps(_mm512_loadu_ps(ds + j), pdp)));
+    _mm512_storeu_ps(
+        ds + j, _mm512_mul_ps(sp, _mm512_sub_ps(_mm512_loadu_ps(ds + j), pdp)));
   }
 }
 
@@ -231,7 +246,8 @@ inline void transpose8x8(const float *x, int64_t xs, float *xt, int64_t ld) {
   }
   for (int i = 0; i < 4; ++i) {
     _mm256_storeu_ps(xt + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
-    _mm256_storeu_ps(xt + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+    _mm256_storeu_ps(xt + (i + 4) * ld,
+                     _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
   }
 }
 #pragma GCC diagnostic pop
@@ -248,8 +264,8 @@ template <typename T> struct Head {
   T scale;
   std::vector<T> kt, vt, p, ds;
   Head(int64_t S, int64_t D, bool causal, int64_t window, T scale)
-      : S(S), Sp(roundUp(S)), D(D), causal(causal), window(window), scale(scale),
-        kt(D * Sp), vt(D * Sp), p(S * Sp), ds(S * Sp) {}
+      : S(S), Sp(roundUp(S)), D(D), causal(causal), window(window),
+        scale(scale), kt(D * Sp), vt(D * Sp), p(S * Sp), ds(S * Sp) {}
 
   /// xt[d, j] = x[j * xs + d].
   void transpose(const T *x, int64_t xs, std::vector<T> &xt) {
@@ -271,7 +287,9 @@ template <typename T> struct Head {
   /// Keys visible to query i.
   int64_t visible(int64_t i) const { return causal ? i + 1 : S; }
   /// The first key visible to query i.
-  int64_t first(int64_t i) const { return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0; }
+  int64_t first(int64_t i) const {
+    return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+  }
 
   /// Rows [i0, i0 + K) of P from the head's queries q (row stride qs).
   void probs(const T *q, int64_t qs, int64_t i0, int64_t K) {
@@ -291,7 +309,8 @@ void attentionFwd(const T *q, const T *k, const T *v, T *out,
                   int64_t window) {
   checkDims(dims, "attentionFwd");
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
-  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
+  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv,
+                D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   const int64_t group = Hq / Hkv, qs = Hq * D, ks = Hkv * D;
   parallelFor(0, B * Hq, taskGrain(dims), [&](int64_t lo, int64_t hi) {
@@ -317,7 +336,8 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
                   double scale, int64_t window) {
   checkDims(dims, "attentionBwd");
   // Plain locals, not a structured binding: clang < 16 cannot capture those.
-  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv, D = dims.D;
+  const int64_t B = dims.B, S = dims.S, Hq = dims.Hq, Hkv = dims.Hkv,
+                D = dims.D;
   Layout4 ql{S, Hq, D}, kl{S, Hkv, D};
   const int64_t group = Hq / Hkv, qs = Hq * D, ks = Hkv * D;
   // With group > 1 several tasks feed one kv head: each task writes its own
@@ -350,8 +370,8 @@ void attentionBwd(const T *dout, const T *q, const T *k, const T *v, T *dq,
           std::fill(&head.ds[r * Sp] + nb, &head.ds[r * Sp] + Sp, T(0));
         }
         // dq_i = sum_j ds_ij k_j.
-        tileRows(K, &head.ds[i0 * Sp], Sp, int64_t(1), kh, ks, int64_t(0), n,
-                 D, dq + ql.at(b, i0, h), qs, T(1));
+        tileRows(K, &head.ds[i0 * Sp], Sp, int64_t(1), kh, ks, int64_t(0), n, D,
+                 dq + ql.at(b, i0, h), qs, T(1));
       }
       // dk_j = sum_i ds_ij q_i, dv_j = sum_i p_ij dout_i over the queries
       // that see key j (i >= j when causal; the zeros of ds and p cover the

@@ -1,4 +1,5 @@
-//===- Attention.h - Scaled dot-product attention with GQA/MQA -------------===//
+//===- Attention.h - Scaled dot-product attention with GQA/MQA
+//-------------===//
 //
 // out = softmax(scale * q k^T + causal mask) v per (batch, query head), with
 // query head h reading kv head h / (Hq / Hkv): Hkv == Hq is multi-head,

@@ -1,4 +1,5 @@
-//===- Check.h - Always-on argument checks for the CPU kernels -------------===//
+//===- Check.h - Always-on argument checks for the CPU kernels
+//-------------===//
 //
 // Kernels validate their arguments once at entry (shapes, ranks, dtype-free
 // invariants) and abort with a message naming the kernel when a caller breaks

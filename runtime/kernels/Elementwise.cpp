@@ -13,7 +13,8 @@ namespace {
 // the fork/join (~µs) is noise, small enough to split medium tensors.
 constexpr int64_t kElemGrain = 32768;
 
-template <typename T, typename F> void mapUnary(const T *x, T *y, int64_t n, F f) {
+template <typename T, typename F>
+void mapUnary(const T *x, T *y, int64_t n, F f) {
   parallelFor(0, n, kElemGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i)
       y[i] = f(x[i]);
@@ -50,10 +51,11 @@ void binaryApply(F f, const T *a, std::span<const int64_t> aShape, const T *b,
            std::equal(s.begin(), s.end(), outShape.begin());
   };
   if (same(aShape) && same(bShape)) {
-    parallelFor(0, numElements(outShape), kElemGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i)
-        out[i] = f(a[i], b[i]);
-    });
+    parallelFor(0, numElements(outShape), kElemGrain,
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t i = lo; i < hi; ++i)
+                    out[i] = f(a[i], b[i]);
+                });
     return;
   }
   detail::StridedView<3> v;
@@ -161,7 +163,8 @@ void unaryBwd(UnaryOp op, const T *dy, const T *x, T *dx, int64_t n) {
   case UnaryOp::Log:
     return mapUnaryGrad(dy, x, dx, n, [](T v) { return T(1) / v; });
   case UnaryOp::Sqrt:
-    return mapUnaryGrad(dy, x, dx, n, [](T v) { return T(0.5) / std::sqrt(v); });
+    return mapUnaryGrad(dy, x, dx, n,
+                        [](T v) { return T(0.5) / std::sqrt(v); });
   case UnaryOp::Rsqrt:
     // d/dx x^-1/2 = -1/2 x^-3/2
     return mapUnaryGrad(dy, x, dx, n,
@@ -177,7 +180,8 @@ void unaryBwd(UnaryOp op, const T *dy, const T *x, T *dx, int64_t n) {
       return s * (T(1) - s);
     });
   case UnaryOp::Relu:
-    return mapUnaryGrad(dy, x, dx, n, [](T v) { return v > T(0) ? T(1) : T(0); });
+    return mapUnaryGrad(dy, x, dx, n,
+                        [](T v) { return v > T(0) ? T(1) : T(0); });
   case UnaryOp::GeluTanh:
     // y = x s, s = sigmoid(2u), u = c (x + a x^3) (as forward):
     // y' = s + x s (1 - s) 2c (1 + 3 a x^2).
@@ -212,7 +216,9 @@ template <typename T>
 void binaryFwd(BinaryOp op, const T *a, std::span<const int64_t> aShape,
                const T *b, std::span<const int64_t> bShape, T *out,
                std::span<const int64_t> outShape) {
-  auto run = [&](auto f) { binaryApply<T>(f, a, aShape, b, bShape, out, outShape); };
+  auto run = [&](auto f) {
+    binaryApply<T>(f, a, aShape, b, bShape, out, outShape);
+  };
   switch (op) {
   case BinaryOp::Add:
     return run([](T p, T q) { return p + q; });

@@ -77,13 +77,11 @@ void geluGrad(const T *dy, const T *x, T *dx, int64_t n,
            dy, x, dx, n);
 }
 /// dx = dy * silu'(x), silu(x) = x * sigmoid(x).
-template <typename T>
-void siluGrad(const T *dy, const T *x, T *dx, int64_t n) {
+template <typename T> void siluGrad(const T *dy, const T *x, T *dx, int64_t n) {
   unaryBwd(UnaryOp::Silu, dy, x, dx, n);
 }
 /// dx = dy * (x > 0).
-template <typename T>
-void reluGrad(const T *dy, const T *x, T *dx, int64_t n) {
+template <typename T> void reluGrad(const T *dy, const T *x, T *dx, int64_t n) {
   unaryBwd(UnaryOp::Relu, dy, x, dx, n);
 }
 

@@ -1,4 +1,5 @@
-//===- Embedding.cpp - Vocab-parallel embedding lookup and gradient ---------===//
+//===- Embedding.cpp - Vocab-parallel embedding lookup and gradient
+//---------===//
 #include "runtime/kernels/Embedding.h"
 
 #include "runtime/kernels/Parallel.h"

@@ -1,4 +1,5 @@
-//===- Embedding.h - Vocab-parallel embedding lookup and its gradient ------===//
+//===- Embedding.h - Vocab-parallel embedding lookup and its gradient
+//------===//
 //
 // The table holds rows [vocabStart, vocabStart + V) of the full vocabulary
 // (vocabStart = 0 when unsharded). Ids outside that range read as zero rows

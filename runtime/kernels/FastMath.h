@@ -1,4 +1,5 @@
-//===- FastMath.h - Vectorizable float exp and tanh ------------------------===//
+//===- FastMath.h - Vectorizable float exp and tanh
+//------------------------===//
 //
 // glibc's expf/tanhf are scalar calls; in GELU and SiLU they dominated a
 // training step (28% of gpt_tiny's time). These branch-free versions
@@ -38,10 +39,15 @@ inline float fastExp(float x) {
 inline float fastTanh(float x) {
   float a = x < 0.0f ? -x : x;
   float z = x * x;
-  float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z -
-                   5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
-                 3.33332819422e-1f) * z * x + x;
-  float t = fastExp(2.0f * (a > 10.0f ? 10.0f : a));  // tanh(10) == 1 in float
+  float small =
+      ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) *
+            z +
+        1.33314422036e-1f) *
+           z -
+       3.33332819422e-1f) *
+          z * x +
+      x;
+  float t = fastExp(2.0f * (a > 10.0f ? 10.0f : a)); // tanh(10) == 1 in float
   float large = 1.0f - 2.0f / (t + 1.0f);
   large = x < 0.0f ? -large : large;
   return a < 0.625f ? small : large;

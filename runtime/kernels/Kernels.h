@@ -1,4 +1,5 @@
-//===- Kernels.h - Umbrella header of the CPU kernel library ---------------===//
+//===- Kernels.h - Umbrella header of the CPU kernel library
+//---------------===//
 //
 // strata::kernels: pure compute functions on raw, contiguous, row-major
 // buffers, templated on T = float or double (both explicitly instantiated).

@@ -15,7 +15,8 @@ int normDim(int64_t dim, size_t rank, const char *kernel) {
 }
 
 /// Copies along a 2-operand view: operand 0 is the destination.
-template <typename T> void stridedCopy(detail::StridedView<2> v, const T *x, T *y) {
+template <typename T>
+void stridedCopy(detail::StridedView<2> v, const T *x, T *y) {
   v.coalesce();
   detail::forEachRow(v, [&](const std::array<int64_t, 2> &off, int64_t n,
                             const std::array<int64_t, 2> &s) {
@@ -89,12 +90,13 @@ void slice(const T *x, std::span<const int64_t> xShape, int64_t dim,
                 "slice", "window [start, start+length) outside the dim");
   Split s = splitAt(xShape, d);
   int64_t inBlock = xShape[d] * s.inner, outBlock = length * s.inner;
-  parallelFor(0, s.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(outBlock, 1)),
-              [&](int64_t lo, int64_t hi) {
-                for (int64_t o = lo; o < hi; ++o)
-                  std::memcpy(y + o * outBlock, x + o * inBlock + start * s.inner,
-                              outBlock * sizeof(T));
-              });
+  parallelFor(
+      0, s.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(outBlock, 1)),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t o = lo; o < hi; ++o)
+          std::memcpy(y + o * outBlock, x + o * inBlock + start * s.inner,
+                      outBlock * sizeof(T));
+      });
 }
 
 template <typename T>
@@ -105,7 +107,8 @@ void sliceBwd(const T *dy, std::span<const int64_t> xShape, int64_t dim,
                 "sliceBwd", "window [start, start+length) outside the dim");
   Split s = splitAt(xShape, d);
   int64_t inBlock = xShape[d] * s.inner, outBlock = length * s.inner;
-  parallelFor(0, s.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(inBlock, 1)),
+  parallelFor(0, s.outer,
+              std::max<int64_t>(1, 16384 / std::max<int64_t>(inBlock, 1)),
               [&](int64_t lo, int64_t hi) {
                 for (int64_t o = lo; o < hi; ++o) {
                   T *row = dx + o * inBlock;
@@ -120,8 +123,7 @@ template <typename T>
 void concat(std::span<const T *const> xs, std::span<const int64_t> sizes,
             std::span<const int64_t> outShape, int64_t dim, T *y) {
   int d = normDim(dim, outShape.size(), "concat");
-  STRATA_KCHECK(xs.size() == sizes.size(), "concat",
-                "need one size per input");
+  STRATA_KCHECK(xs.size() == sizes.size(), "concat", "need one size per input");
   int64_t total = 0;
   for (int64_t s : sizes)
     total += s;
@@ -129,7 +131,8 @@ void concat(std::span<const T *const> xs, std::span<const int64_t> sizes,
                 "input sizes along dim do not add up to the output's");
   Split s = splitAt(outShape, d);
   int64_t outBlock = total * s.inner;
-  parallelFor(0, s.outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(outBlock, 1)),
+  parallelFor(0, s.outer,
+              std::max<int64_t>(1, 16384 / std::max<int64_t>(outBlock, 1)),
               [&](int64_t lo, int64_t hi) {
                 for (int64_t o = lo; o < hi; ++o) {
                   int64_t at = 0;

@@ -1,4 +1,5 @@
-//===- Layout.h - Data-movement kernels: transpose, broadcast, slice, concat ===//
+//===- Layout.h - Data-movement kernels: transpose, broadcast, slice, concat
+//===//
 //
 // Shape-generic copies between row-major contiguous buffers (rank <= 8). Dims
 // may be given negative (counted from the end). Outputs are overwritten and

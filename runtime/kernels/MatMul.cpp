@@ -33,8 +33,8 @@ void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k,
   // libxsmm's first operand, A (transposed when ta) its second.
   if (tb == CblasNoTrans && xsmmTakes(alpha, beta)) {
     float one = 1.0f, fbeta = static_cast<float>(beta);
-    int flags = ta == CblasTrans ? LIBXSMM_GEMM_FLAG_TRANS_B
-                                 : LIBXSMM_GEMM_FLAG_NONE;
+    int flags =
+        ta == CblasTrans ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
     if (libxsmm_smmfunction kernel = libxsmm_smmdispatch(
             n, m, k, &ldb, &lda, &ldc, &one, &fbeta, &flags, nullptr)) {
       kernel(b, a, c);
@@ -87,7 +87,8 @@ void gemmTiled(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n,
     bT.resize(size_t(k) * size_t(n));
     constexpr int64_t kBlock = 16; // 16 x 16 blocks: whole cache lines
     parallelFor(0, (n + kBlock - 1) / kBlock, 4, [&](int64_t lo, int64_t hi) {
-      for (int64_t j0 = lo * kBlock; j0 < std::min(n, hi * kBlock); j0 += kBlock)
+      for (int64_t j0 = lo * kBlock; j0 < std::min(n, hi * kBlock);
+           j0 += kBlock)
         for (int64_t p0 = 0; p0 < k; p0 += kBlock)
           for (int64_t j = j0; j < std::min(n, j0 + kBlock); ++j)
             for (int64_t p = p0; p < std::min(k, p0 + kBlock); ++p)
@@ -139,7 +140,8 @@ void matmul(const T *A, const T *B, T *C, const GemmArgs &g) {
     // BLAS may skip the beta scaling for K == 0 on some builds; do it here.
     for (int64_t b = 0; b < g.batch; ++b)
       for (int64_t i = 0; i < g.M * g.N; ++i)
-        C[b * sC + i] = g.beta == 0.0 ? T(0) : static_cast<T>(g.beta) * C[b * sC + i];
+        C[b * sC + i] =
+            g.beta == 0.0 ? T(0) : static_cast<T>(g.beta) * C[b * sC + i];
     return;
   }
   bool foldBatch = g.batch > 1 && sB == 0 && !g.transA && sA == g.M * g.K &&

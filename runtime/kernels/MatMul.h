@@ -1,4 +1,5 @@
-//===- MatMul.h - Batched GEMM on OpenBLAS ---------------------------------===//
+//===- MatMul.h - Batched GEMM on OpenBLAS
+//---------------------------------===//
 //
 // C[b] = alpha * op(A[b]) @ op(B[b]) + beta * C[b] for b in [0, batch), with
 // op(X) = X or X^T. Matrices are row-major and dense; batch strides are in

@@ -1,4 +1,5 @@
-//===- Norms.cpp - LayerNorm and RMSNorm ------------------------------------===//
+//===- Norms.cpp - LayerNorm and RMSNorm
+//------------------------------------===//
 //
 // Forward and dx are parallel over rows. dw / db are reductions over rows; to
 // keep them deterministic (independent of the thread count) and race-free they
@@ -18,7 +19,9 @@
 namespace strata::kernels {
 namespace {
 
-int64_t rowGrain(int64_t C) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1)); }
+int64_t rowGrain(int64_t C) {
+  return std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1));
+}
 
 /// Channels per block in the dw/db pass: a few cache lines of each row.
 constexpr int64_t kChannelBlock = 64;
@@ -27,7 +30,8 @@ struct RowStats {
   double mean, rstd;
 };
 
-template <typename T> RowStats layerNormStats(const T *row, int64_t C, double eps) {
+template <typename T>
+RowStats layerNormStats(const T *row, int64_t C, double eps) {
   double sum = 0;
 #pragma omp simd reduction(+ : sum)
   for (int64_t c = 0; c < C; ++c)
@@ -127,7 +131,8 @@ void layerNormBwd(const T *dy, const T *x, const T *w, T *dx, T *dw, T *db,
 }
 
 template <typename T>
-void rmsNormFwd(const T *x, const T *w, T *y, int64_t N, int64_t C, double eps) {
+void rmsNormFwd(const T *x, const T *w, T *y, int64_t N, int64_t C,
+                double eps) {
   // x is (N, C), y is (N, C)
   parallelFor(0, N, rowGrain(C), [&](int64_t lo, int64_t hi) {
     for (int64_t n = lo; n < hi; ++n) {

@@ -1,4 +1,5 @@
-//===- Norms.h - LayerNorm and RMSNorm, forward and backward ---------------===//
+//===- Norms.h - LayerNorm and RMSNorm, forward and backward
+//---------------===//
 //
 // Both normalize each row of x (N, C) over its C channels; statistics are
 // accumulated in double. The backward kernels recompute the per-row

@@ -1,4 +1,5 @@
-//===- Parallel.cpp - parallelFor on a per-caller thread pool --------------===//
+//===- Parallel.cpp - parallelFor on a per-caller thread pool
+//--------------===//
 //
 // A call cuts the range into fixed chunks (a function of the range, grain
 // and thread count only) and publishes them; the calling thread and the
@@ -93,7 +94,8 @@ public:
     uint32_t g = gen_.load(std::memory_order_relaxed) + 1;
     fn_.store(&fn, std::memory_order_relaxed);
     done_.store(0, std::memory_order_relaxed);
-    claim_.store(uint64_t(g) << 32 | uint64_t(n) << 16, std::memory_order_release);
+    claim_.store(uint64_t(g) << 32 | uint64_t(n) << 16,
+                 std::memory_order_release);
     gen_.store(g);
     if (sleepers_.load() > 0)
       wake();
@@ -135,9 +137,11 @@ private:
 
     while (true) {
       auto start = std::chrono::steady_clock::now();
-      for (int spins = 0; gen_.load(std::memory_order_acquire) == seen; ++spins) {
+      for (int spins = 0; gen_.load(std::memory_order_acquire) == seen;
+           ++spins) {
         STRATA_PAUSE();
-        if (spins % 64 == 63 && std::chrono::steady_clock::now() - start > kSpin) {
+        if (spins % 64 == 63 &&
+            std::chrono::steady_clock::now() - start > kSpin) {
           std::unique_lock<std::mutex> lock(mu_);
           sleepers_.fetch_add(1);
           cv_.wait(lock, [&] { return gen_.load() != seen; });

@@ -1,4 +1,5 @@
-//===- Philox.cpp - Philox4x32-10 and dropout -------------------------------===//
+//===- Philox.cpp - Philox4x32-10 and dropout
+//-------------------------------===//
 #include "runtime/kernels/Philox.h"
 
 #include "runtime/kernels/Shape.h"
@@ -40,8 +41,9 @@ void dropout(const T *x, T *y, std::span<const int64_t> localShape,
   v.stride[1] = detail::contiguousStrides(globalShape);
   int64_t base = 0;
   for (size_t d = 0; d < rank; ++d) {
-    STRATA_KCHECK(offsets[d] >= 0 && offsets[d] + localShape[d] <= globalShape[d],
-                  kernel, "block [offset, offset+local) leaves the global shape");
+    STRATA_KCHECK(
+        offsets[d] >= 0 && offsets[d] + localShape[d] <= globalShape[d], kernel,
+        "block [offset, offset+local) leaves the global shape");
     v.size[d] = localShape[d];
     base += offsets[d] * v.stride[1][d];
   }
@@ -82,7 +84,8 @@ void dropoutFwd(const T *x, T *y, std::span<const int64_t> localShape,
                 std::span<const int64_t> globalShape,
                 std::span<const int64_t> offsets, double p, uint32_t seed,
                 uint32_t stream, uint64_t step) {
-  dropout(x, y, localShape, globalShape, offsets, p, seed, stream, step, "dropoutFwd");
+  dropout(x, y, localShape, globalShape, offsets, p, seed, stream, step,
+          "dropoutFwd");
 }
 
 template <typename T>
@@ -90,18 +93,17 @@ void dropoutBwd(const T *dy, T *dx, std::span<const int64_t> localShape,
                 std::span<const int64_t> globalShape,
                 std::span<const int64_t> offsets, double p, uint32_t seed,
                 uint32_t stream, uint64_t step) {
-  dropout(dy, dx, localShape, globalShape, offsets, p, seed, stream, step, "dropoutBwd");
+  dropout(dy, dx, localShape, globalShape, offsets, p, seed, stream, step,
+          "dropoutBwd");
 }
 
 #define STRATA_INSTANTIATE(T)                                                  \
-  template void dropoutFwd<T>(const T *, T *, std::span<const int64_t>,        \
-                              std::span<const int64_t>,                        \
-                              std::span<const int64_t>, double, uint32_t,      \
-                              uint32_t, uint64_t);                             \
-  template void dropoutBwd<T>(const T *, T *, std::span<const int64_t>,        \
-                              std::span<const int64_t>,                        \
-                              std::span<const int64_t>, double, uint32_t,      \
-                              uint32_t, uint64_t);
+  template void dropoutFwd<T>(                                                 \
+      const T *, T *, std::span<const int64_t>, std::span<const int64_t>,      \
+      std::span<const int64_t>, double, uint32_t, uint32_t, uint64_t);         \
+  template void dropoutBwd<T>(                                                 \
+      const T *, T *, std::span<const int64_t>, std::span<const int64_t>,      \
+      std::span<const int64_t>, double, uint32_t, uint32_t, uint64_t);
 STRATA_INSTANTIATE(float)
 STRATA_INSTANTIATE(double)
 #undef STRATA_INSTANTIATE

@@ -1,4 +1,5 @@
-//===- Philox.h - Philox4x32-10 counter-based RNG and dropout --------------===//
+//===- Philox.h - Philox4x32-10 counter-based RNG and dropout
+//--------------===//
 //
 // Philox4x32-10 is the Random123 generator (Salmon et al., SC'11) also used by
 // cuRAND and PyTorch's CUDA RNG. Being counter-based, the random bits of any

@@ -1,4 +1,5 @@
-//===- Reduce.cpp - Reductions over an arbitrary set of axes ---------------===//
+//===- Reduce.cpp - Reductions over an arbitrary set of axes
+//---------------===//
 //
 // Adjacent dims with the same kept/reduced status are merged first. The
 // common patterns [K1, R, K2] (row sums, bias-grad column sums, middle-axis
@@ -69,13 +70,14 @@ void rowSums(const Acc &acc, const T *x, int64_t k1, int64_t r, T *y,
   const int64_t blocks = std::max<int64_t>(1, (r + kSumBlock - 1) / kSumBlock);
   std::vector<double> part(k1 * blocks);
   int64_t len = std::min(r, kSumBlock);
-  parallelFor(0, k1 * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
-              [&](int64_t lo, int64_t hi) {
-                for (int64_t t = lo; t < hi; ++t) {
-                  int64_t i = t / blocks, j0 = t % blocks * kSumBlock;
-                  part[t] = blockSum(x + i * r + j0, std::min(r - j0, kSumBlock));
-                }
-              });
+  parallelFor(
+      0, k1 * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)),
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) {
+          int64_t i = t / blocks, j0 = t % blocks * kSumBlock;
+          part[t] = blockSum(x + i * r + j0, std::min(r - j0, kSumBlock));
+        }
+      });
   for (int64_t i = 0; i < k1; ++i) {
     double a = 0;
     for (int64_t b = 0; b < blocks; ++b)

@@ -1,4 +1,5 @@
-//===- Reduce.h - Reductions over an arbitrary set of axes -----------------===//
+//===- Reduce.h - Reductions over an arbitrary set of axes
+//-----------------===//
 //
 // y = reduce(x) over `axes`; y holds the kept dims in order (keepdim does not
 // change the raw data). Sums and means accumulate in double for both float

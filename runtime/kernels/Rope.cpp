@@ -1,4 +1,5 @@
-//===- Rope.cpp - Rotary position embedding ---------------------------------===//
+//===- Rope.cpp - Rotary position embedding
+//---------------------------------===//
 #include "runtime/kernels/Rope.h"
 
 #include "runtime/kernels/Check.h"
@@ -19,8 +20,9 @@ void rope(const T *x, T *y, int64_t B, int64_t S, int64_t H, int64_t D,
   STRATA_KCHECK(!scaling.enabled() ||
                     (scaling.factor > 0 && scaling.lowFreqFactor > 0 &&
                      scaling.highFreqFactor > scaling.lowFreqFactor),
-                kernel, "llama3 scaling needs factor > 0 and "
-                        "high_freq_factor > low_freq_factor > 0");
+                kernel,
+                "llama3 scaling needs factor > 0 and "
+                "high_freq_factor > low_freq_factor > 0");
   int64_t half = D / 2;
   std::vector<double> freq = ropeInvFreq(D, theta, scaling);
   // cos/sin table, (S, D/2).
@@ -32,7 +34,8 @@ void rope(const T *x, T *y, int64_t B, int64_t S, int64_t H, int64_t D,
       sinT[s * half + i] = static_cast<T>(sign * std::sin(a));
     }
   // Rows of (D) in parallel; row r is position (r / H) % S.
-  parallelFor(0, B * S * H, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
+  parallelFor(0, B * S * H,
+              std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
               [&](int64_t lo, int64_t hi) {
                 for (int64_t r = lo; r < hi; ++r) {
                   int64_t s = (r / H) % S;

@@ -1,4 +1,5 @@
-//===- Rope.h - Rotary position embedding (rotate-half form) ---------------===//
+//===- Rope.h - Rotary position embedding (rotate-half form)
+//---------------===//
 //
 // For position p = s + posOffset and i in [0, D/2), f_i = theta^(-2i/D):
 //   out[:D/2] = x1 cos(p f_i) - x2 sin(p f_i)

@@ -1,4 +1,5 @@
-//===- Shape.h - Internal strided-iteration helpers for the CPU kernels ----===//
+//===- Shape.h - Internal strided-iteration helpers for the CPU kernels
+//----===//
 //
 // Internal to strata_kernels (not part of Kernels.h). A StridedView describes
 // K operands walked over one common index space: sizes per dim plus a stride

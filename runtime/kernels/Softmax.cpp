@@ -1,4 +1,5 @@
-//===- Softmax.cpp - Softmax and cross-entropy ------------------------------===//
+//===- Softmax.cpp - Softmax and cross-entropy
+//------------------------------===//
 #include "runtime/kernels/Softmax.h"
 
 #include "runtime/kernels/FastMath.h"
@@ -11,7 +12,9 @@
 namespace strata::kernels {
 namespace {
 
-int64_t rowGrain(int64_t C) { return std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1)); }
+int64_t rowGrain(int64_t C) {
+  return std::max<int64_t>(1, 8192 / std::max<int64_t>(C, 1));
+}
 
 template <typename T> T rowMax(const T *row, int64_t C) {
   T m = -std::numeric_limits<T>::infinity();
@@ -85,7 +88,8 @@ void softmaxBwd(const T *dy, const T *y, T *dx, int64_t N, int64_t C) {
 }
 
 template <typename T>
-T crossEntropyFwd(const T *logits, const int32_t *labels, int64_t N, int64_t V) {
+T crossEntropyFwd(const T *logits, const int32_t *labels, int64_t N,
+                  int64_t V) {
   // logits is (N, V), labels is (N)
   std::vector<double> rowLoss(N, 0.0);
   parallelFor(0, N, rowGrain(V), [&](int64_t lo, int64_t hi) {

@@ -1,4 +1,5 @@
-//===- Softmax.h - Softmax over the last dim and cross-entropy loss --------===//
+//===- Softmax.h - Softmax over the last dim and cross-entropy loss
+//--------===//
 //
 // Both are row-wise over (N, C) / (N, V) and numerically stable (the row max
 // is subtracted before exponentiating; sums accumulate in double).

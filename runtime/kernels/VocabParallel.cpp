@@ -1,4 +1,5 @@
-//===- VocabParallel.cpp - Vocab-parallel cross-entropy pieces --------------===//
+//===- VocabParallel.cpp - Vocab-parallel cross-entropy pieces
+//--------------===//
 #include "runtime/kernels/VocabParallel.h"
 
 #include "runtime/kernels/Parallel.h"
@@ -23,7 +24,8 @@ void oneHot(const int32_t *labels, T *out, int64_t N, int64_t C, int64_t c0) {
                 std::fill(out + lo * C, out + hi * C, T(0));
                 for (int64_t n = lo; n < hi; ++n) {
                   int64_t c = int64_t(labels[n]) - c0;
-                  if (c >= 0 && c < C) out[n * C + c] = T(1);
+                  if (c >= 0 && c < C)
+                    out[n * C + c] = T(1);
                 }
               });
 }

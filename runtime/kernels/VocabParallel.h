@@ -1,4 +1,5 @@
-//===- VocabParallel.h - Vocab-parallel cross-entropy pieces ----------------===//
+//===- VocabParallel.h - Vocab-parallel cross-entropy pieces
+//----------------===//
 //
 // A rank holding columns [c0, c0 + C) of the logits (vocab-parallel LM head)
 // computes its share of the cross-entropy without the other columns: the

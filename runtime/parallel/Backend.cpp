@@ -13,8 +13,7 @@ llvm::Expected<Backend> parseBackend(llvm::StringRef name) {
         llvm::inconvertibleErrorCode(),
         "the " + name + " backend is not built yet (use --device cpu)");
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown device '" + name +
-                                     "' (known: cpu)");
+                                 "unknown device '" + name + "' (known: cpu)");
 }
 
 llvm::StringRef backendName(Backend b) {

@@ -37,9 +37,8 @@ runPartitioned(const Graph &g, DeviceGroup &group,
   if (auto e = checkMesh(g, group))
     return e;
   if (inputs.size() != g.inputs().size())
-    return err("graph @" + g.name + " takes " +
-               llvm::Twine(g.inputs().size()) + " inputs, got " +
-               llvm::Twine(inputs.size()));
+    return err("graph @" + g.name + " takes " + llvm::Twine(g.inputs().size()) +
+               " inputs, got " + llvm::Twine(inputs.size()));
   const Mesh &mesh = group.mesh();
   size_t n = group.numLocal();
   std::vector<std::unique_ptr<Executable>> exes;

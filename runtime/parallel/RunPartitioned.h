@@ -21,6 +21,7 @@ namespace strata {
 /// on a group of one device). Needs host-memory devices.
 llvm::Expected<std::vector<HostTensor>>
 runPartitioned(const Graph &g, DeviceGroup &group,
-               llvm::ArrayRef<HostTensor> inputs, const LaunchContext &base = {});
+               llvm::ArrayRef<HostTensor> inputs,
+               const LaunchContext &base = {});
 
 } // namespace strata

@@ -20,8 +20,8 @@ completedSends(const Schedule &s,
       at[{in.kind, in.microbatch, s.stageOf(r, in.chunk)}] = {r, int32_t(i)};
     }
   // The instruction a message goes to (or from): F to stage j+1, B to j-1.
-  auto peerOf = [&](const Instr &in, int64_t r, bool sends)
-      -> std::optional<std::pair<int64_t, int32_t>> {
+  auto peerOf = [&](const Instr &in, int64_t r,
+                    bool sends) -> std::optional<std::pair<int64_t, int32_t>> {
     int64_t j = s.stageOf(r, in.chunk);
     int64_t k = (in.kind == Instr::Forward) == sends ? j + 1 : j - 1;
     if (k < 0 || k >= S)

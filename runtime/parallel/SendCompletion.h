@@ -25,6 +25,7 @@ namespace strata {
 /// `streams` are the schedule's streams without the optimizer (F and B
 /// only), in the schedule's order.
 std::vector<std::vector<std::vector<int32_t>>>
-completedSends(const Schedule &s, const std::vector<std::vector<Instr>> &streams);
+completedSends(const Schedule &s,
+               const std::vector<std::vector<Instr>> &streams);
 
 } // namespace strata

@@ -33,9 +33,9 @@ llvm::Expected<HostTensor> shardOf(const HostTensor &full, const Sharding &s,
 /// Rank `rank`'s block of the logical tensor of `type` whose element i
 /// (row-major) is element(i), drawn without building the whole tensor (a
 /// rank initialises only its shards). Partial sums as in shardOf.
-llvm::Expected<HostTensor>
-blockOf(const TensorType &type, const Sharding &s, const Mesh &mesh,
-        int64_t rank, llvm::function_ref<double(int64_t)> element);
+llvm::Expected<HostTensor> blockOf(const TensorType &type, const Sharding &s,
+                                   const Mesh &mesh, int64_t rank,
+                                   llvm::function_ref<double(int64_t)> element);
 
 /// A value's sharding in `g` (replicated when it has none).
 Sharding shardingOf(const Graph &g, ValueId v);

@@ -1,4 +1,5 @@
-//===- Trainer.cpp - The one trainer: any layout, serial included ----------===//
+//===- Trainer.cpp - The one trainer: any layout, serial included
+//----------===//
 #include "runtime/parallel/Trainer.h"
 
 #include "ir/Op.h"
@@ -23,8 +24,8 @@ llvm::Error err(const llvm::Twine &msg) {
 /// elementwise in-place update or a recv, and no later node reads `in`.
 bool writesInPlace(const Graph &g, ValueId out, ValueId in) {
   int32_t d = g.value(out).defNode;
-  if (d < 0 || (g.node(d).op != OpKind::AdamWUpdate &&
-                g.node(d).op != OpKind::Recv))
+  if (d < 0 ||
+      (g.node(d).op != OpKind::AdamWUpdate && g.node(d).op != OpKind::Recv))
     return false;
   for (size_t i = d; in != kNoValue && i < g.nodes().size(); ++i)
     if (llvm::is_contained(g.node(i).operands, in) &&
@@ -339,9 +340,8 @@ llvm::Error Trainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
            ls = shardingOf(micro, micro.lookup("labels"));
   for (auto &r : ranks_) {
     std::vector<HostTensor> blocks;
-    for (auto [all, sharding, bufs] :
-         {std::tuple{tokens, &ts, &r->tokens},
-          std::tuple{labels, &ls, &r->labels}}) {
+    for (auto [all, sharding, bufs] : {std::tuple{tokens, &ts, &r->tokens},
+                                       std::tuple{labels, &ls, &r->labels}}) {
       bufs->resize(all.size());
       for (size_t k = 0; k < all.size(); ++k) {
         auto b = shardOf(all[k], *sharding, stageMesh_, r->stageRank);
@@ -385,7 +385,8 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
       continue;
     }
     auto *state = r.state(x.role);
-    auto it = state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
+    auto it =
+        state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
     if (!state || it == state->end())
       return err("@" + g.name + ": no " + roleName(x.role) + " of %" + x.name +
                  " on this rank");
@@ -403,7 +404,8 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
       continue;
     }
     auto *state = r.state(x.role);
-    auto it = state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
+    auto it =
+        state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
     if (!state || it == state->end())
       return err("@" + g.name + " output %" + g.value(out).name +
                  " updates no state of this rank");
@@ -426,8 +428,8 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
     bound.push_back(stage.data());
   }
   std::vector<void *> outs;
-  if (auto e = r.opt->run(ins, bound, r.workspace, outs,
-                          group_.context(local, {})))
+  if (auto e =
+          r.opt->run(ins, bound, r.workspace, outs, group_.context(local, {})))
     return e;
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
@@ -458,14 +460,15 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
     switch (x.role) {
     case Role::Tokens:
     case Role::Labels:
-      ins.push_back((x.role == Role::Tokens ? r.tokens : r.labels)
-                        [in.microbatch].data());
+      ins.push_back(
+          (x.role == Role::Tokens ? r.tokens : r.labels)[in.microbatch].data());
       continue;
     case Role::Parameter:
       ins.push_back(r.p[x.name].data());
       continue;
     case Role::Stash:
-      ins.push_back(stash[llvm::find(st.stash, x.name) - st.stash.begin()].data());
+      ins.push_back(
+          stash[llvm::find(st.stash, x.name) - st.stash.begin()].data());
       continue;
     default:
       return err("@" + g.name + ": no " + roleName(x.role) + " input here");

@@ -1,4 +1,5 @@
-//===- Trainer.h - The one trainer: any layout, serial included ------------===//
+//===- Trainer.h - The one trainer: any layout, serial included
+//------------===//
 //
 // Runs the programs of the one compiler (passes/pipeline/ParallelCompile.h:
 // autodiff, megatron seeds + spmd, recompute, pipeline, fusion, memory) on a
@@ -199,7 +200,7 @@ private:
   /// Pipeline ranks whose programs read a parameter, ascending.
   llvm::StringMap<llvm::SmallVector<int64_t, 2>> holders_;
   std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
-  CompletedSends completed_; // of the step's streams
+  CompletedSends completed_;                      // of the step's streams
   Trace *trace_ = nullptr;
   int64_t step_ = 0;
 };

@@ -40,7 +40,7 @@ struct Trainer::RankState {
   /// Per chunk: stash slot sets free for the next F.
   std::vector<std::vector<StashSlots>> stashPool;
   std::vector<DeviceBuffer> tokens, labels; // per microbatch
-  bool headLosses = false; // whether `losses` holds this step's
+  bool headLosses = false;  // whether `losses` holds this step's
   int64_t stashHeld = 0;    // bytes of `stash`
   int64_t messagesHeld = 0; // bytes of eager sends not yet waited for
   MeasuredMemory memory;    // of the last step

@@ -6,8 +6,8 @@
 // Ranks in other processes send their blocks over the world group.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/parallel/TrainerRankState.h"
 #include "runtime/parallel/Sharded.h"
+#include "runtime/parallel/TrainerRankState.h"
 
 #include <cstring>
 
@@ -67,8 +67,8 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
     return e;
   for (auto &r : ranks_)
     r->gradsWritten.clear();
-  if (auto e = runStreams(singleMicrobatch(false), uint64_t(step_), nullptr,
-                          false))
+  if (auto e =
+          runStreams(singleMicrobatch(false), uint64_t(step_), nullptr, false))
     return e;
   std::vector<std::pair<std::string, HostTensor>> result;
   auto loss = headLoss(1);
@@ -84,10 +84,9 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
     HostTensor sum;
     bool have = false;
     for (int64_t pr : holders_[name]) {
-      auto g = gatherFromRank(pr, forward_.type(forward_.lookup(name)), s,
-                              [&](RankState &r) -> const DeviceBuffer & {
-                                return r.grads[name];
-                              });
+      auto g = gatherFromRank(
+          pr, forward_.type(forward_.lookup(name)), s,
+          [&](RankState &r) -> const DeviceBuffer & { return r.grads[name]; });
       if (!g)
         return g.takeError();
       if (have)
@@ -105,15 +104,12 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
 llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
 Trainer::gatherState() {
   std::vector<std::pair<std::string, HostTensor>> state;
-  auto gather = [&](const std::string &key, llvm::StringRef name,
-                    const Sharding &s,
-                    llvm::StringMap<DeviceBuffer> RankState::*field)
-      -> llvm::Error {
-    auto full = gatherFromRank(owner_[name],
-                               forward_.type(forward_.lookup(name)), s,
-                               [&](RankState &r) -> const DeviceBuffer & {
-                                 return (r.*field)[name];
-                               });
+  auto gather =
+      [&](const std::string &key, llvm::StringRef name, const Sharding &s,
+          llvm::StringMap<DeviceBuffer> RankState::*field) -> llvm::Error {
+    auto full = gatherFromRank(
+        owner_[name], forward_.type(forward_.lookup(name)), s,
+        [&](RankState &r) -> const DeviceBuffer & { return (r.*field)[name]; });
     if (!full)
       return full.takeError();
     state.emplace_back(key, std::move(*full));
@@ -131,13 +127,12 @@ Trainer::gatherState() {
   return state;
 }
 
-llvm::Error Trainer::scatter(
-    llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
-    bool moments) {
-  auto scatter = [&](const std::string &key, llvm::StringRef name,
-                     const Sharding &s,
-                     llvm::StringMap<DeviceBuffer> RankState::*field)
-      -> llvm::Error {
+llvm::Error
+Trainer::scatter(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
+                 bool moments) {
+  auto scatter =
+      [&](const std::string &key, llvm::StringRef name, const Sharding &s,
+          llvm::StringMap<DeviceBuffer> RankState::*field) -> llvm::Error {
     const HostTensor *full = lookup(key);
     TensorType want = forward_.type(forward_.lookup(name));
     if (!full || full->type() != want)

@@ -18,12 +18,10 @@ std::string layout(const ParallelConfig &c) {
 }
 } // namespace
 
-llvm::Expected<std::unique_ptr<TrainingSession>>
-TrainingSession::create(const Graph &forward, const Graph &evalForward,
-                        const TrainOptions &options,
-                        const ParallelConfig &parallel,
-                        const CompiledPipeline *programs,
-                        const DeviceGroupOptions &devices) {
+llvm::Expected<std::unique_ptr<TrainingSession>> TrainingSession::create(
+    const Graph &forward, const Graph &evalForward, const TrainOptions &options,
+    const ParallelConfig &parallel, const CompiledPipeline *programs,
+    const DeviceGroupOptions &devices) {
   auto env = DistEnv::fromEnvironment();
   if (!env)
     return env.takeError();
@@ -48,8 +46,8 @@ TrainingSession::create(const Graph &forward, const Graph &evalForward,
   if (!group)
     return fail(group.takeError());
   s->group_ = std::move(*group);
-  auto t = programs ? Trainer::create(*programs, forward, evalForward,
-                                      options, parallel, *s->group_)
+  auto t = programs ? Trainer::create(*programs, forward, evalForward, options,
+                                      parallel, *s->group_)
                     : Trainer::create(forward, evalForward, options, parallel,
                                       *s->group_);
   if (!t)
@@ -71,7 +69,8 @@ llvm::Expected<bool> TrainingSession::anyProcess(bool local) {
 std::string TrainingSession::describe() const {
   const ParallelConfig &c = config_;
   int64_t n = c.numDevices();
-  std::string kind = backend_ == Backend::Cpu ? "CPU" : backendName(backend_).str();
+  std::string kind =
+      backend_ == Backend::Cpu ? "CPU" : backendName(backend_).str();
   std::string s =
       std::to_string(n) + " " + kind + (n == 1 ? " device" : " devices");
   std::string detail;

@@ -2,9 +2,9 @@
 //
 // What a training run (runtime/train/TrainingRun) drives: the one Trainer
 // (runtime/parallel/Trainer.h) on a DeviceGroup made by a backend
-// (Backend.h: CPU devices with Gloo communicators): every rank in this process, or one rank
-// per process of a job started the torchrun way (DeviceGroup.h). State
-// crosses this interface as logical tensors with the serial names, so
+// (Backend.h: CPU devices with Gloo communicators): every rank in this process,
+// or one rank per process of a job started the torchrun way (DeviceGroup.h).
+// State crosses this interface as logical tensors with the serial names, so
 // checkpoints do not depend on the layout.
 //
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,5 @@
-//===- Verify.cpp - A parallel plan against the serial plan, numerically ---===//
+//===- Verify.cpp - A parallel plan against the serial plan, numerically
+//---===//
 //
 // Tolerance. Both plans compute the same f32 math; the parallel one splits
 // sums differently (a matmul's contraction in tp partial sums plus a
@@ -66,8 +67,8 @@ const double kVerifyZeroFloor = 1e-3;
 
 namespace {
 
-/// Compares got[i] with want[i] for every i, each against kVerifyZeroFloor of the
-/// largest element of the whole group.
+/// Compares got[i] with want[i] for every i, each against kVerifyZeroFloor of
+/// the largest element of the whole group.
 void compareGroup(llvm::ArrayRef<std::string> names,
                   llvm::ArrayRef<HostTensor> got,
                   llvm::ArrayRef<HostTensor> want, double tol,
@@ -173,11 +174,11 @@ namespace {
 /// The loss and gradients of one microbatch, then the losses of o.steps
 /// AdamW steps, of the serial trainer `s` and the parallel one `p` from the
 /// same weights and batches.
-llvm::Error compareTraining(Trainer &s, Trainer &p, const ModelConfig &model,
-                            const VerifyOptions &o, VerifyReport &report,
-                            llvm::function_ref<llvm::Error(const int32_t *,
-                                                           const int32_t *)>
-                                activations) {
+llvm::Error compareTraining(
+    Trainer &s, Trainer &p, const ModelConfig &model, const VerifyOptions &o,
+    VerifyReport &report,
+    llvm::function_ref<llvm::Error(const int32_t *, const int32_t *)>
+        activations) {
   if (auto e = s.initParams())
     return e;
   if (auto e = p.initParams())
@@ -257,13 +258,13 @@ llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
   if (!par)
     return par.takeError();
   VerifyReport report;
-  if (auto e = compareTraining(
-          **serial, **par, model, o, report,
-          [&](const int32_t *tokens, const int32_t *labels) {
-            return compareValues(**serial, **serialGroup, **par, **group,
-                                 tokens, labels, training.seed, o.tolerance,
-                                 report);
-          }))
+  if (auto e =
+          compareTraining(**serial, **par, model, o, report,
+                          [&](const int32_t *tokens, const int32_t *labels) {
+                            return compareValues(
+                                **serial, **serialGroup, **par, **group, tokens,
+                                labels, training.seed, o.tolerance, report);
+                          }))
     return e;
   return report;
 }

@@ -1,4 +1,5 @@
-//===- Verify.h - A parallel plan against the serial plan, numerically -----===//
+//===- Verify.h - A parallel plan against the serial plan, numerically
+//-----===//
 //
 // What `strata verify` runs: the Trainer on one CPU device (the serial
 // plan) and on tp*dp*pp in-process CPU devices, the serial run accumulating

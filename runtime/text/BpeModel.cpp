@@ -57,7 +57,8 @@ BpeModel::create(llvm::StringMap<int32_t> vocab,
   }
   for (unsigned b = 0; b < 256; ++b) {
     std::string name;
-    llvm::raw_string_ostream(name) << "<0x" << llvm::format_hex_no_prefix(b, 2, true) << ">";
+    llvm::raw_string_ostream(name)
+        << "<0x" << llvm::format_hex_no_prefix(b, 2, true) << ">";
     auto it = m.vocab_.find(name);
     m.byteIds_[b] = it == m.vocab_.end() ? -1 : it->second;
   }

@@ -1,4 +1,5 @@
-//===- BpeModel.h - Byte-pair encoding of one pre-tokenized word -*- C++ -*-===//
+//===- BpeModel.h - Byte-pair encoding of one pre-tokenized word -*- C++
+//-*-===//
 //
 // The `model` of a Hugging Face tokenizer.json of type BPE, with the
 // semantics of tokenizers 0.15 (models/bpe): a word starts as one symbol per

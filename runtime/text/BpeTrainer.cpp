@@ -25,7 +25,8 @@ llvm::Error BpeTrainer::addText(llvm::StringRef text) {
       llvm::cantFail(SplitRegex::create(kGpt2Pattern));
   while (!text.empty()) {
     size_t eol = text.find('\n');
-    llvm::StringRef line = text.take_front(eol == llvm::StringRef::npos ? eol : eol + 1);
+    llvm::StringRef line =
+        text.take_front(eol == llvm::StringRef::npos ? eol : eol + 1);
     text = text.drop_front(line.size());
     gpt2->split(line, [&](llvm::StringRef word, bool) { ++wordCounts_[word]; });
   }

@@ -31,9 +31,7 @@ const Tables &tables() {
 
 uint32_t byteToCodePoint(uint8_t b) { return tables().toCp[b]; }
 
-int codePointToByte(uint32_t cp) {
-  return cp < 512 ? tables().toByte[cp] : -1;
-}
+int codePointToByte(uint32_t cp) { return cp < 512 ? tables().toByte[cp] : -1; }
 
 void appendByteLevel(llvm::StringRef bytes, std::string &out) {
   const Tables &t = tables();

@@ -1,4 +1,5 @@
-//===- HfComponents.h - tokenizer.json normalizers, pre-tokenizers, decoders ===//
+//===- HfComponents.h - tokenizer.json normalizers, pre-tokenizers, decoders
+//===//
 //
 // The steps of a Hugging Face tokenizer pipeline that strata runs, each read
 // from its tokenizer.json object by a parse function whose errors name the
@@ -33,30 +34,30 @@ namespace strata::text {
 
 struct Normalizer {
   enum class Kind { Prepend, Replace } kind;
-  std::string text;                      // Prepend: the prefix
-  std::shared_ptr<const SplitRegex> re;  // Replace: the pattern
-  std::string content;                   // Replace: the replacement
+  std::string text;                     // Prepend: the prefix
+  std::shared_ptr<const SplitRegex> re; // Replace: the pattern
+  std::string content;                  // Replace: the replacement
   void apply(std::string &s) const;
 };
 
 struct PreTokenizer {
   enum class Kind { ByteLevel, Split, Metaspace } kind;
   enum class Prepend { Always, First, Never };
-  bool addPrefixSpace = false;           // ByteLevel
-  std::shared_ptr<const SplitRegex> re;  // ByteLevel (use_regex), Split
-  bool removeMatches = false;            // Split
-  std::string replacement;               // Metaspace
-  Prepend prepend = Prepend::Always;     // Metaspace
+  bool addPrefixSpace = false;          // ByteLevel
+  std::shared_ptr<const SplitRegex> re; // ByteLevel (use_regex), Split
+  bool removeMatches = false;           // Split
+  std::string replacement;              // Metaspace
+  Prepend prepend = Prepend::Always;    // Metaspace
 };
 
 struct Decoder {
   enum class Kind { ByteLevel, Metaspace, Replace, ByteFallback, Fuse, Strip };
   Kind kind;
-  std::string from, to;      // Metaspace: replacement; Replace: pattern, content
-  bool stripFirst = false;   // Metaspace: add_prefix_space
+  std::string from, to;    // Metaspace: replacement; Replace: pattern, content
+  bool stripFirst = false; // Metaspace: add_prefix_space
   std::shared_ptr<const SplitRegex> re; // Replace with a Regex pattern
-  uint32_t stripChar = 0;    // Strip
-  size_t start = 0, stop = 0; // Strip
+  uint32_t stripChar = 0;               // Strip
+  size_t start = 0, stop = 0;           // Strip
   void apply(std::vector<std::string> &tokens) const;
 };
 

@@ -52,13 +52,12 @@ size_t leadingSpaceLength(llvm::StringRef s) {
 }
 } // namespace
 
-
 llvm::Expected<std::unique_ptr<TextTokenizer>>
 HfTokenizer::fromJSON(llvm::StringRef content, llvm::StringRef name) {
   auto fail = [&](llvm::Error e) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   name + ": error: " +
-                                       llvm::toString(std::move(e)));
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        name + ": error: " + llvm::toString(std::move(e)));
   };
   auto root = llvm::json::parse(rawAstral(content));
   if (!root)
@@ -87,8 +86,8 @@ llvm::Error HfTokenizer::parse(const Object &root) {
   };
   if (llvm::Error e = parseAddedTokens(root))
     return e;
-  if (llvm::Error e = parseNormalizer(field("normalizer"), "normalizer",
-                                      normalizers_))
+  if (llvm::Error e =
+          parseNormalizer(field("normalizer"), "normalizer", normalizers_))
     return e;
   if (llvm::Error e = parsePreTokenizer(field("pre_tokenizer"), "pre_tokenizer",
                                         preTokenizers_))
@@ -136,7 +135,8 @@ llvm::Error HfTokenizer::parseAddedTokens(const Object &root) {
     if (o->getBoolean("single_word").getValueOr(false))
       return fieldError(path + ".single_word", "single_word added tokens are "
                                                "not supported");
-    AddedToken a{content->str(), int32_t(*id),
+    AddedToken a{content->str(),
+                 int32_t(*id),
                  o->getBoolean("special").getValueOr(false),
                  o->getBoolean("normalized").getValueOr(true),
                  o->getBoolean("lstrip").getValueOr(false),
@@ -215,8 +215,8 @@ llvm::Error HfTokenizer::parsePostProcessor(const Value &v,
     single = {-2, -1, -3};
     for (auto [key, slot] : {std::pair{"cls", 0}, {"sep", 2}}) {
       const Array *pair = o->getArray(key);
-      auto id = pair && pair->size() == 2 ? (*pair)[1].getAsInteger()
-                                          : llvm::None;
+      auto id =
+          pair && pair->size() == 2 ? (*pair)[1].getAsInteger() : llvm::None;
       if (!id)
         return fieldError((path + "." + key).str(), "expected [token, id]");
       single[slot] = int32_t(*id);
@@ -292,11 +292,12 @@ llvm::Error HfTokenizer::encode(llvm::StringRef text, std::vector<int32_t> &out,
     std::string norm = seg.str();
     for (const Normalizer &n : normalizers_)
       n.apply(norm);
-    splitAdded(norm, true, [&](llvm::StringRef piece, size_t off2, int32_t id2) {
-      if (id2 >= 0)
-        return ids.push_back(id2);
-      preTokenize(preTokenizers_, piece, off == 0 && off2 == 0, word);
-    });
+    splitAdded(
+        norm, true, [&](llvm::StringRef piece, size_t off2, int32_t id2) {
+          if (id2 >= 0)
+            return ids.push_back(id2);
+          preTokenize(preTokenizers_, piece, off == 0 && off2 == 0, word);
+        });
   });
   if (!addSpecialTokens) {
     out.insert(out.end(), ids.begin(), ids.end());

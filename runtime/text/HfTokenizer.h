@@ -1,4 +1,5 @@
-//===- HfTokenizer.h - Hugging Face tokenizer.json BPE tokenizers -*- C++ -*-===//
+//===- HfTokenizer.h - Hugging Face tokenizer.json BPE tokenizers -*- C++
+//-*-===//
 //
 // A tokenizer.json whose model is BPE, run the way tokenizers 0.15 runs it:
 //  1. added tokens (special or not) are split out of the raw text, leftmost
@@ -51,9 +52,9 @@ private:
                                  llvm::StringRef path);
   /// Calls `piece(text, offset, -1)` for the text between added tokens of
   /// `normalized` and `piece("", offset, id)` for each added token.
-  void splitAdded(llvm::StringRef text, bool normalized,
-                  llvm::function_ref<void(llvm::StringRef, size_t, int32_t)>
-                      piece) const;
+  void splitAdded(
+      llvm::StringRef text, bool normalized,
+      llvm::function_ref<void(llvm::StringRef, size_t, int32_t)> piece) const;
 
   BpeModel model_;
   std::vector<AddedToken> added_;

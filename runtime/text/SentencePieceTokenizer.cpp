@@ -55,13 +55,14 @@ const Shim &shim() {
     }
     s.load = reinterpret_cast<decltype(s.load)>(dlsym(h, "strata_spm_load"));
     s.free = reinterpret_cast<decltype(s.free)>(dlsym(h, "strata_spm_free"));
-    s.encode = reinterpret_cast<decltype(s.encode)>(dlsym(h, "strata_spm_encode"));
-    s.decode = reinterpret_cast<decltype(s.decode)>(dlsym(h, "strata_spm_decode"));
+    s.encode =
+        reinterpret_cast<decltype(s.encode)>(dlsym(h, "strata_spm_encode"));
+    s.decode =
+        reinterpret_cast<decltype(s.decode)>(dlsym(h, "strata_spm_decode"));
     s.info = reinterpret_cast<decltype(s.info)>(dlsym(h, "strata_spm_info"));
     s.pieceToId = reinterpret_cast<decltype(s.pieceToId)>(
         dlsym(h, "strata_spm_piece_to_id"));
-    if (!s.load || !s.free || !s.encode || !s.decode || !s.info ||
-        !s.pieceToId)
+    if (!s.load || !s.free || !s.encode || !s.decode || !s.info || !s.pieceToId)
       s.error = "a function is missing from " STRATA_SPM_SHIM;
     return s;
   }();
@@ -83,8 +84,9 @@ SentencePieceTokenizer::fromModel(llvm::StringRef model, llvm::StringRef name) {
   if (!p) {
     std::string why = error;
     std::free(error);
-    return fail(name + ": error: neither a tokenizer.json (a JSON object) nor "
-                       "a SentencePiece model (" +
+    return fail(name +
+                ": error: neither a tokenizer.json (a JSON object) nor "
+                "a SentencePiece model (" +
                 why + ")");
   }
   std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer(p));

@@ -64,8 +64,7 @@ SplitRegex::create(llvm::StringRef pattern) {
   RE2::Options opts;
   opts.set_log_errors(false);
   std::unique_ptr<SplitRegex> r(new SplitRegex);
-  std::string full =
-      tail ? *translated + "|[" + kSpace + "]+" : *translated;
+  std::string full = tail ? *translated + "|[" + kSpace + "]+" : *translated;
   r->re_ = std::make_unique<RE2>(full, opts);
   if (!r->re_->ok())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -104,8 +103,8 @@ void SplitRegex::split(
       size_t last = lastCharStart(s);
       size_t at = last;
       if (last > 0 && isWhitespace(nextCodePoint(s, at)) &&
-          !prefix_->Match(input, start, text.size(), RE2::ANCHOR_START,
-                          nullptr, 0))
+          !prefix_->Match(input, start, text.size(), RE2::ANCHOR_START, nullptr,
+                          0))
         end = start + last; // \s+(?!\S) leaves the last space to the next
     }
     if (start > prev)

@@ -50,13 +50,20 @@ void appendUtf8(uint32_t cp, std::string &out) {
 /// The range of the second byte after `lead` in a valid sequence (Unicode
 /// Table 3-7); {1, 0} if `lead` starts none.
 static std::pair<uint8_t, uint8_t> secondByteRange(uint8_t lead) {
-  if (lead >= 0xC2 && lead <= 0xDF) return {0x80, 0xBF};
-  if (lead == 0xE0) return {0xA0, 0xBF};
-  if (lead == 0xED) return {0x80, 0x9F};
-  if (lead >= 0xE1 && lead <= 0xEF) return {0x80, 0xBF};
-  if (lead == 0xF0) return {0x90, 0xBF};
-  if (lead == 0xF4) return {0x80, 0x8F};
-  if (lead >= 0xF1 && lead <= 0xF3) return {0x80, 0xBF};
+  if (lead >= 0xC2 && lead <= 0xDF)
+    return {0x80, 0xBF};
+  if (lead == 0xE0)
+    return {0xA0, 0xBF};
+  if (lead == 0xED)
+    return {0x80, 0x9F};
+  if (lead >= 0xE1 && lead <= 0xEF)
+    return {0x80, 0xBF};
+  if (lead == 0xF0)
+    return {0x90, 0xBF};
+  if (lead == 0xF4)
+    return {0x80, 0x8F};
+  if (lead >= 0xF1 && lead <= 0xF3)
+    return {0x80, 0xBF};
   return {1, 0};
 }
 

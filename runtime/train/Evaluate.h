@@ -29,8 +29,7 @@ struct EvalResult {
 
 /// Scores `ids` (at least 2) in windows of seq_len moved by `stride`
 /// (1 <= stride <= seq_len).
-llvm::Expected<EvalResult> evaluateTokens(LogitsModel &model,
-                                          llvm::ArrayRef<int32_t> ids,
-                                          int64_t stride);
+llvm::Expected<EvalResult>
+evaluateTokens(LogitsModel &model, llvm::ArrayRef<int32_t> ids, int64_t stride);
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- LRSchedule.h - Linear warmup then cosine decay ----------------------===//
+//===- LRSchedule.h - Linear warmup then cosine decay
+//----------------------===//
 //
 // nanoGPT's schedule (docs/models.md): `it` counts from 0.
 //   it <  warmup:        lr * (it + 1) / (warmup + 1)
@@ -17,7 +18,7 @@ struct LRSchedule {
   double lr = 1e-3;
   double minLr = 1e-4;
   int64_t warmup = 0;
-  int64_t decayIters = 0;  // 0: constant lr after warmup
+  int64_t decayIters = 0; // 0: constant lr after warmup
 
   double at(int64_t it) const;
 };

@@ -1,4 +1,5 @@
-//===- MemoryCheck.cpp - Does a training run fit in this machine's memory? -===//
+//===- MemoryCheck.cpp - Does a training run fit in this machine's memory?
+//-===//
 #include "runtime/train/MemoryCheck.h"
 
 #include "passes/autodiff/Autodiff.h"
@@ -74,10 +75,11 @@ llvm::Error checkHostMemory(const HostMemoryNeed &need, int64_t available) {
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       "the run needs at least " + gib(need.total()) + " of host memory (" +
-          gib(need.stateBytes) + " for the parameters, gradients and AdamW "
-          "moments of " + std::to_string(need.params) + " parameters, " +
-          gib(need.stashBytes) + " for one microbatch's activations) but " +
-          gib(available) +
+          gib(need.stateBytes) +
+          " for the parameters, gradients and AdamW "
+          "moments of " +
+          std::to_string(need.params) + " parameters, " + gib(need.stashBytes) +
+          " for one microbatch's activations) but " + gib(available) +
           " are available on this machine; make the model smaller (hidden, "
           "layers, vocab_size), the microbatch smaller (--batch, --seq), or "
           "spread it over processes on more machines (strata launch)");

@@ -1,4 +1,5 @@
-//===- MemoryCheck.h - Does a training run fit in this machine's memory? ---===//
+//===- MemoryCheck.h - Does a training run fit in this machine's memory?
+//---===//
 //
 // Before a run allocates anything, its host memory need is compared with what
 // the machine has, so a model that cannot fit fails with the numbers instead
@@ -21,9 +22,9 @@ namespace strata {
 
 /// What a run needs on this machine, in bytes.
 struct HostMemoryNeed {
-  int64_t params = 0;      ///< parameter count of the model
-  int64_t stateBytes = 0;  ///< parameters, gradients, AdamW moments
-  int64_t stashBytes = 0;  ///< activations one microbatch keeps for backward
+  int64_t params = 0;     ///< parameter count of the model
+  int64_t stateBytes = 0; ///< parameters, gradients, AdamW moments
+  int64_t stashBytes = 0; ///< activations one microbatch keeps for backward
   int64_t total() const { return stateBytes + stashBytes; }
 };
 

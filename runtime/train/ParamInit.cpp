@@ -1,4 +1,5 @@
-//===- ParamInit.cpp - Initial parameter values from their IR attributes ---===//
+//===- ParamInit.cpp - Initial parameter values from their IR attributes
+//---===//
 #include "runtime/train/ParamInit.h"
 
 #include "runtime/kernels/Philox.h"
@@ -10,7 +11,8 @@ namespace strata {
 
 static uint32_t fnv1a(llvm::StringRef s) {
   uint32_t h = 2166136261u;
-  for (char c : s) h = (h ^ uint8_t(c)) * 16777619u;
+  for (char c : s)
+    h = (h ^ uint8_t(c)) * 16777619u;
   return h;
 }
 

@@ -1,4 +1,5 @@
-//===- ParamInit.h - Initial parameter values from their IR attributes -----===//
+//===- ParamInit.h - Initial parameter values from their IR attributes
+//-----===//
 //
 // A parameter input carries `init` ("normal" | "zeros" | "ones") and `std`.
 // Normal draws are counter-based (Philox keyed by the seed and a hash of the

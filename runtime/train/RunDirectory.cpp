@@ -1,4 +1,5 @@
-//===- RunDirectory.cpp - The files of a training run's --out directory ----===//
+//===- RunDirectory.cpp - The files of a training run's --out directory
+//----===//
 #include "runtime/train/RunDirectory.h"
 
 #include "runtime/io/AtomicFile.h"
@@ -39,8 +40,7 @@ llvm::Error checkRunDirectory(llvm::StringRef dir, bool resume,
       found.push_back(std::string(llvm::sys::path::filename(p)));
   if (found.empty())
     return llvm::Error::success();
-  return err(dir + ": error: holds a previous run (" +
-             llvm::join(found, ", ") +
+  return err(dir + ": error: holds a previous run (" + llvm::join(found, ", ") +
              "); pass --resume to continue it, --overwrite to replace it, or "
              "choose another --out");
 }
@@ -83,8 +83,7 @@ llvm::Error MetricsLog::open(llvm::StringRef dir,
   }
   std::error_code ec;
   os_ = std::make_unique<llvm::raw_fd_ostream>(
-      path, ec,
-      resumeStep ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
+      path, ec, resumeStep ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
   if (ec)
     return err(path + ": error: cannot open for writing (" + ec.message() +
                ")");
@@ -125,8 +124,8 @@ static void collectDifferences(const google::protobuf::Message &a,
         out.push_back(path);
     } else if (f->cpp_type() ==
                google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) {
-      collectDifferences(ra->GetMessage(a, f), rb->GetMessage(b, f),
-                         path + ".", out);
+      collectDifferences(ra->GetMessage(a, f), rb->GetMessage(b, f), path + ".",
+                         out);
     } else if (fieldText(a, f, -1) != fieldText(b, f, -1)) {
       out.push_back(path);
     }

@@ -1,4 +1,5 @@
-//===- RunDirectory.h - The files of a training run's --out directory ------===//
+//===- RunDirectory.h - The files of a training run's --out directory
+//------===//
 //
 // A run directory holds checkpoint.bin, metrics.jsonl and the token cache.
 // A new run refuses a directory that already holds a run unless told to
@@ -29,8 +30,7 @@ std::string metricsPath(llvm::StringRef dir);
 
 /// Fails when `dir` holds a previous run's checkpoint or metrics and the run
 /// neither resumes nor overwrites it.
-llvm::Error checkRunDirectory(llvm::StringRef dir, bool resume,
-                              bool overwrite);
+llvm::Error checkRunDirectory(llvm::StringRef dir, bool resume, bool overwrite);
 
 /// Appends one JSON object per line to a run's metrics.jsonl.
 class MetricsLog {

@@ -1,4 +1,5 @@
-//===- StopSignals.cpp - Stop a run cleanly on SIGINT / SIGTERM -------------===//
+//===- StopSignals.cpp - Stop a run cleanly on SIGINT / SIGTERM
+//-------------===//
 #include "runtime/train/StopSignals.h"
 
 #include "llvm/Support/raw_ostream.h"

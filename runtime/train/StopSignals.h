@@ -1,4 +1,5 @@
-//===- StopSignals.h - Stop a run cleanly on SIGINT / SIGTERM ---------------===//
+//===- StopSignals.h - Stop a run cleanly on SIGINT / SIGTERM
+//---------------===//
 //
 // While a StopSignals lives, the first SIGINT or SIGTERM is only recorded:
 // the training loop finishes its step, saves a checkpoint and ends with

@@ -1,4 +1,5 @@
-//===- TextGenerator.cpp - Sampling text from a trained model --------------===//
+//===- TextGenerator.cpp - Sampling text from a trained model
+//--------------===//
 #include "runtime/train/TextGenerator.h"
 
 #include "runtime/generate/LogitsModel.h"
@@ -22,11 +23,14 @@ generateText(const ModelConfig &config,
     return err("temperature must be > 0 (got " +
                std::to_string(options.temperature) + ")");
   auto model = LogitsModel::create(config, params, device);
-  if (!model) return model.takeError();
+  if (!model)
+    return model.takeError();
 
   std::vector<int32_t> context;
-  if (auto e = tokenizer.encode(prompt, context)) return e;
-  if (context.empty()) context.push_back(0);
+  if (auto e = tokenizer.encode(prompt, context))
+    return e;
+  if (context.empty())
+    context.push_back(0);
   size_t promptLen = context.size();
 
   const int64_t S = config.seq, V = config.vocab, Vp = config.paddedVocab;
@@ -36,7 +40,8 @@ generateText(const ModelConfig &config,
     // The last seq_len tokens of the context.
     int64_t len = std::min<int64_t>(S, int64_t(context.size()));
     auto rows = (*model)->run(llvm::ArrayRef<int32_t>(context).take_back(len));
-    if (!rows) return rows.takeError();
+    if (!rows)
+      return rows.takeError();
     const float *logits = *rows + (len - 1) * Vp;
     // Only real vocabulary entries are candidates (padding rows never are).
     for (int64_t v = 0; v < V; ++v)
@@ -46,13 +51,16 @@ generateText(const ModelConfig &config,
                       [](auto &a, auto &b) { return a.first > b.first; });
     double sum = 0;
     std::vector<double> p(k);
-    for (int64_t j = 0; j < k; ++j) sum += p[j] = std::exp(double(cand[j].first - cand[0].first));
+    for (int64_t j = 0; j < k; ++j)
+      sum += p[j] = std::exp(double(cand[j].first - cand[0].first));
     double u = std::uniform_real_distribution<double>(0, sum)(rng);
     int64_t pick = 0;
-    while (pick + 1 < k && (u -= p[pick]) > 0) ++pick;
+    while (pick + 1 < k && (u -= p[pick]) > 0)
+      ++pick;
     context.push_back(cand[pick].second);
   }
-  return tokenizer.decode(llvm::ArrayRef<int32_t>(context).drop_front(promptLen));
+  return tokenizer.decode(
+      llvm::ArrayRef<int32_t>(context).drop_front(promptLen));
 }
 
 } // namespace strata

@@ -1,4 +1,5 @@
-//===- TextGenerator.h - Sampling text from a trained model ----------------===//
+//===- TextGenerator.h - Sampling text from a trained model
+//----------------===//
 //
 // Autoregressive sampling with temperature and top-k, as nanoGPT's sample.py:
 // each new token runs the forward graph (batch 1) on the last `seq` tokens of
@@ -21,8 +22,8 @@ namespace strata {
 
 struct SampleOptions {
   int64_t maxNewTokens = 200;
-  double temperature = 0.8;  // > 0
-  int64_t topK = 40;         // 0: no top-k
+  double temperature = 0.8; // > 0
+  int64_t topK = 40;        // 0: no top-k
   uint64_t seed = 1337;
 };
 

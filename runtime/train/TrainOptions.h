@@ -18,15 +18,15 @@ struct TrainOptions {
   int64_t gradAccum = 1;
   LRSchedule schedule;
   OptimizerConfig optimizer;
-  uint64_t seed = 1337;  // init, dropout
+  uint64_t seed = 1337; // init, dropout
   /// Fuse elementwise chains of the programs (passes/fusion); the CPU
   /// compiles their kernels once, at create (runtime/cpu/FusedKernels.h).
   bool fusion = false;
 };
 
 struct StepStats {
-  double loss = 0;      // mean over the step's microbatches
-  double gradNorm = 0;  // global norm before clipping
+  double loss = 0;     // mean over the step's microbatches
+  double gradNorm = 0; // global norm before clipping
   double lr = 0;
 };
 

@@ -1,13 +1,14 @@
-//===- TrainingRun.cpp - A whole training job ------------------------------===//
+//===- TrainingRun.cpp - A whole training job
+//------------------------------===//
 #include "runtime/train/TrainingRun.h"
 
 #include "frontends/ModelSpec.h"
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
+#include "runtime/Trace.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/data/BatchSampler.h"
 #include "runtime/data/TokenDataset.h"
-#include "runtime/Trace.h"
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/Checkpoint.h"
 #include "runtime/parallel/DeviceGroup.h"
@@ -16,8 +17,8 @@
 #include "runtime/train/RunDirectory.h"
 #include "runtime/train/StopSignals.h"
 #include "runtime/train/TextGenerator.h"
-#include "runtime/train/TrainingData.h"
 #include "runtime/train/TrainOptions.h"
+#include "runtime/train/TrainingData.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -40,9 +41,11 @@ std::string formatDuration(double s) {
   int64_t t = int64_t(s + 0.5);
   char buf[32];
   if (t >= 3600)
-    snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600), (long long)(t / 60 % 60));
+    snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600),
+             (long long)(t / 60 % 60));
   else
-    snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+    snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60),
+             (long long)(t % 60));
   return buf;
 }
 
@@ -76,34 +79,42 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   pb::ModelSpec spec = opts.spec;
   const pb::Training &tr = spec.training();
   const pb::Data &d = spec.data();
-  std::string kind = d.tokenizer() == pb::Data::BYTE             ? "byte"
-                     : d.tokenizer() == pb::Data::TOKENIZER_FILE ? d.tokenizer_file()
-                                                                 : "char";
+  std::string kind = d.tokenizer() == pb::Data::BYTE ? "byte"
+                     : d.tokenizer() == pb::Data::TOKENIZER_FILE
+                         ? d.tokenizer_file()
+                         : "char";
 
   auto tokenizer = dataTokenizer(opts, kind);
-  if (!tokenizer) return tokenizer.takeError();
+  if (!tokenizer)
+    return tokenizer.takeError();
   std::optional<Checkpoint> ckpt;
   std::string ckptFile = checkpointPath(opts.outDir);
   if (opts.resume) {
     auto c = loadCheckpoint(ckptFile);
-    if (!c) return c.takeError();
+    if (!c)
+      return c.takeError();
     ckpt = std::move(*c);
     const llvm::json::Value *tok = ckpt->meta.get("tokenizer");
-    auto saved = tok ? Tokenizer::fromJSON(*tok) : llvm::Expected<Tokenizer>(err("no tokenizer"));
-    if (!saved) return err(ckptFile + ": error: bad tokenizer in checkpoint (" +
-                           llvm::toString(saved.takeError()) + ")");
+    auto saved = tok ? Tokenizer::fromJSON(*tok)
+                     : llvm::Expected<Tokenizer>(err("no tokenizer"));
+    if (!saved)
+      return err(ckptFile + ": error: bad tokenizer in checkpoint (" +
+                 llvm::toString(saved.takeError()) + ")");
     if (*saved != *tokenizer)
-      return err(ckptFile + ": error: the checkpoint's tokenizer differs from the one of " +
-                 opts.dataPath + " (resume with the data it was trained on)");
+      return err(
+          ckptFile +
+          ": error: the checkpoint's tokenizer differs from the one of " +
+          opts.dataPath + " (resume with the data it was trained on)");
   }
   // The vocabulary is the data's.
   if (spec.vocab_size() != tokenizer->vocabSize()) {
     os << "note: vocab_size " << spec.vocab_size() << " -> "
-       << tokenizer->vocabSize() << " (the " << tokenizer->name() << " vocabulary of "
-       << opts.dataPath << ")\n";
+       << tokenizer->vocabSize() << " (the " << tokenizer->name()
+       << " vocabulary of " << opts.dataPath << ")\n";
     spec.set_vocab_size(tokenizer->vocabSize());
   }
-  if (auto e = checkModelSpec(spec, "model spec")) return e;
+  if (auto e = checkModelSpec(spec, "model spec"))
+    return e;
   ModelConfig cfg = resolveModelSpec(spec);
   std::string specText;
   google::protobuf::TextFormat::PrintToString(spec, &specText);
@@ -113,10 +124,12 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     const llvm::json::Value *saved = ckpt->meta.get("spec");
     pb::ModelSpec savedSpec;
     if (!saved || !saved->getAsString() ||
-        !google::protobuf::TextFormat::ParseFromString(saved->getAsString()->str(),
-                                                       &savedSpec))
-      return err(ckptFile + ": error: the checkpoint has no readable model spec");
-    std::vector<std::string> changed = differingFields(savedSpec, spec), refused;
+        !google::protobuf::TextFormat::ParseFromString(
+            saved->getAsString()->str(), &savedSpec))
+      return err(ckptFile +
+                 ": error: the checkpoint has no readable model spec");
+    std::vector<std::string> changed = differingFields(savedSpec, spec),
+                             refused;
     for (const std::string &f : changed) {
       if (!resumeMayChange(f)) {
         refused.push_back(f);
@@ -128,15 +141,18 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       os << "\n";
     }
     if (!refused.empty())
-      return err(ckptFile + ": error: the checkpoint was trained with a different " +
-                 llvm::join(refused, ", ") +
-                 " (resume with the spec and overrides it was trained with; only "
-                 "steps, eval_every and the learning-rate schedule may change)");
+      return err(
+          ckptFile + ": error: the checkpoint was trained with a different " +
+          llvm::join(refused, ", ") +
+          " (resume with the spec and overrides it was trained with; only "
+          "steps, eval_every and the learning-rate schedule may change)");
   }
 
   auto data = openTrainingData(opts, cfg, *tokenizer);
-  if (!data) return data.takeError();
-  const BatchSource *trainData = data->train.get(), *valData = data->valid.get();
+  if (!data)
+    return data.takeError();
+  const BatchSource *trainData = data->train.get(),
+                    *valData = data->valid.get();
 
   Graph forward = buildModelGraph(cfg);
   if (auto e = checkHostMemory(
@@ -151,63 +167,74 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   trainOpts.fusion = opts.fusion;
   DeviceGroupOptions devices;
   devices.backend = opts.device;
-  auto session = TrainingSession::create(forward, buildModelGraph(evalCfg),
-                                         trainOpts, opts.parallel,
-                                         opts.programs.get(), devices);
-  if (!session) return session.takeError();
+  auto session =
+      TrainingSession::create(forward, buildModelGraph(evalCfg), trainOpts,
+                              opts.parallel, opts.programs.get(), devices);
+  if (!session)
+    return session.takeError();
   TrainingSession &t = **session;
-  if (auto e = t.initParams()) return e;
+  if (auto e = t.initParams())
+    return e;
   if (ckpt) {
-    if (auto e = t.loadState([&](llvm::StringRef n) { return ckpt->lookup(n); }))
+    if (auto e =
+            t.loadState([&](llvm::StringRef n) { return ckpt->lookup(n); }))
       return err(ckptFile + ": error: " + llvm::toString(std::move(e)));
     t.setStep(ckpt->meta.getInteger("step").getValueOr(0));
   }
 
   MetricsLog metrics;
   if (writer)
-    if (auto e = metrics.open(opts.outDir, ckpt ? std::optional(t.step())
-                                                : std::nullopt))
+    if (auto e = metrics.open(opts.outDir,
+                              ckpt ? std::optional(t.step()) : std::nullopt))
       return e;
   int64_t savedStep = ckpt ? t.step() : -1;
   auto diverged = [&](int64_t step, const llvm::Twine &what, double v) {
     return err("step " + llvm::Twine(step) + ": the " + what + " is " +
                (std::isnan(v) ? "nan" : std::to_string(v)) +
                ": training diverged; " +
-               (savedStep >= 0 ? "the checkpoint of step " + std::to_string(savedStep) +
-                                     " (" + ckptFile + ") is kept"
-                               : std::string("no checkpoint was written")) +
+               (savedStep >= 0
+                    ? "the checkpoint of step " + std::to_string(savedStep) +
+                          " (" + ckptFile + ") is kept"
+                    : std::string("no checkpoint was written")) +
                " (lower the learning rate with --lr, or raise --warmup)");
   };
   auto saveCkpt = [&]() -> llvm::Error {
-    auto state = t.state();  // every rank takes part in gathering it
-    if (!state) return state.takeError();
+    auto state = t.state(); // every rank takes part in gathering it
+    if (!state)
+      return state.takeError();
     int64_t step = t.step();
     // The update can overflow the weights while the step's loss was finite.
     for (auto &[name, tensor] : *state)
       if (int64_t i = tensor.firstNonFinite(); i >= 0)
         return diverged(step, name + " (element " + std::to_string(i) + ")",
                         tensor.get(i));
-    if (!writer) return savedStep = step, llvm::Error::success();
+    if (!writer)
+      return savedStep = step, llvm::Error::success();
     Checkpoint c;
     c.meta["step"] = t.step();
     c.meta["spec"] = specText;
     c.meta["tokenizer"] = tokenizer->toJSON();
     c.meta["data"] = opts.dataPath;
-    for (auto &[name, tensor] : *state) c.tensors.push_back({name, std::move(tensor)});
-    if (auto e = saveCheckpoint(ckptFile, c)) return e;
+    for (auto &[name, tensor] : *state)
+      c.tensors.push_back({name, std::move(tensor)});
+    if (auto e = saveCheckpoint(ckptFile, c))
+      return e;
     savedStep = step;
     return llvm::Error::success();
   };
   auto evaluate = [&](double &val) -> llvm::Error {
-    HostTensor tk(TensorType{DType::I32, {cfg.microBatch, cfg.seq}}), lb = tk.clone();
+    HostTensor tk(TensorType{DType::I32, {cfg.microBatch, cfg.seq}}),
+        lb = tk.clone();
     double sum = 0;
     for (int64_t i = 0; i < opts.evalIters; ++i) {
       valData->fill(i, 0, tk.data<int32_t>(), lb.data<int32_t>());
       auto l = t.evalLoss(tk.data<int32_t>(), lb.data<int32_t>());
-      if (!l) return l.takeError();
+      if (!l)
+        return l.takeError();
       sum += *l;
     }
-    if (auto e = valData->takeError()) return e;
+    if (auto e = valData->takeError())
+      return e;
     val = sum / double(opts.evalIters);
     return llvm::Error::success();
   };
@@ -228,8 +255,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       flopsPerToken + recomputed / double(cfg.seq);
   os << "training " << cfg.name << " (" << cfg.familyName() << ", "
      << countParams(forward).total << " params) on " << opts.dataPath << ": "
-     << steps << " steps x " << tokensPerStep << " tokens, vocab "
-     << cfg.vocab << " (padded " << cfg.paddedVocab << ") on " << t.describe()
+     << steps << " steps x " << tokensPerStep << " tokens, vocab " << cfg.vocab
+     << " (padded " << cfg.paddedVocab << ") on " << t.describe()
      << (ckpt ? ", resumed at step " + std::to_string(t.step()) : "") << "\n";
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
@@ -255,8 +282,9 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
           return llvm::Error::success();
         }))
       return e;
-    os << "wrote the step timeline of " << std::min(opts.traceSteps, steps - firstStep)
-       << " steps to " << opts.tracePath << '\n';
+    os << "wrote the step timeline of "
+       << std::min(opts.traceSteps, steps - firstStep) << " steps to "
+       << opts.tracePath << '\n';
     return llvm::Error::success();
   };
   while (t.step() < steps) {
@@ -265,34 +293,46 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     auto stats = t.step([&](int64_t micro, int32_t *tk, int32_t *lb) {
       trainData->fill(s, micro, tk, lb);
     });
-    if (!stats) return stats.takeError();
+    if (!stats)
+      return stats.takeError();
     if (trace && t.step() - firstStep >= opts.traceSteps)
-      if (auto e = writeTrace()) return e;
-    if (auto e = trainData->takeError()) return e;
-    if (!std::isfinite(stats->loss)) return diverged(s + 1, "loss", stats->loss);
+      if (auto e = writeTrace())
+        return e;
+    if (auto e = trainData->takeError())
+      return e;
+    if (!std::isfinite(stats->loss))
+      return diverged(s + 1, "loss", stats->loss);
     if (!std::isfinite(stats->gradNorm))
       return diverged(s + 1, "gradient norm", stats->gradNorm);
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     double tokS = tokensPerStep / dt;
     emaTokS = emaTokS ? 0.9 * emaTokS + 0.1 * tokS : tokS;
-    double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    double elapsed =
+        std::chrono::duration<double>(Clock::now() - start).count();
     double eta = (steps - t.step()) * elapsed / double(t.step() - firstStep);
-    metrics.write(llvm::json::Object{{"step", s}, {"loss", stats->loss}, {"lr", stats->lr},
-                   {"grad_norm", stats->gradNorm}, {"tokens_per_s", tokS},
-                   {"gflops", tokS * flopsPerToken / 1e9},
-                   {"hardware_gflops", tokS * hardwareFlopsPerToken / 1e9}});
+    metrics.write(llvm::json::Object{
+        {"step", s},
+        {"loss", stats->loss},
+        {"lr", stats->lr},
+        {"grad_norm", stats->gradNorm},
+        {"tokens_per_s", tokS},
+        {"gflops", tokS * flopsPerToken / 1e9},
+        {"hardware_gflops", tokS * hardwareFlopsPerToken / 1e9}});
     char line[200];
     snprintf(line, sizeof line,
-             "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f GFLOP/s | ETA %s",
-             (long long)t.step(), (long long)steps, stats->loss, stats->lr, emaTokS,
-             emaTokS * flopsPerToken / 1e9, formatDuration(eta).c_str());
+             "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f "
+             "GFLOP/s | ETA %s",
+             (long long)t.step(), (long long)steps, stats->loss, stats->lr,
+             emaTokS, emaTokS * flopsPerToken / 1e9,
+             formatDuration(eta).c_str());
     bool evalNow = tr.eval_every() > 0 &&
                    (t.step() % tr.eval_every() == 0 || t.step() == steps);
     if (opts.progressBar) {
       int width = 20, filled = int(width * t.step() / steps);
       os << '\r' << line << " [" << std::string(filled, '=')
          << std::string(width - filled, ' ') << "]";
-      if (evalNow || t.step() == steps) os << '\n';
+      if (evalNow || t.step() == steps)
+        os << '\n';
       os.flush();
     } else if (t.step() % opts.logEvery == 0 || t.step() == steps || evalNow) {
       os << line << '\n';
@@ -300,45 +340,60 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     }
     if (evalNow) {
       double val;
-      if (auto e = evaluate(val)) return e;
-      if (!std::isfinite(val)) return diverged(t.step(), "validation loss", val);
+      if (auto e = evaluate(val))
+        return e;
+      if (!std::isfinite(val))
+        return diverged(t.step(), "validation loss", val);
       metrics.write(llvm::json::Object{{"step", t.step()}, {"val_loss", val}});
-      os << "step " << t.step() << ": val loss " << llvm::format("%.4f", val) << '\n';
-      if (auto e = saveCkpt()) return e;
+      os << "step " << t.step() << ": val loss " << llvm::format("%.4f", val)
+         << '\n';
+      if (auto e = saveCkpt())
+        return e;
     } else if (opts.saveEvery > 0 && t.step() % opts.saveEvery == 0) {
-      if (auto e = saveCkpt()) return e;
+      if (auto e = saveCkpt())
+        return e;
     }
     auto stopNow = t.anyProcess(stop.received() != 0);
-    if (!stopNow) return stopNow.takeError();
+    if (!stopNow)
+      return stopNow.takeError();
     if (*stopNow && t.step() < steps) {
       if (savedStep != t.step())
-        if (auto e = saveCkpt()) return e;
+        if (auto e = saveCkpt())
+          return e;
       int sig = stop.received() ? stop.received() : SIGTERM;
-      if (opts.progressBar) os << '\n';
+      if (opts.progressBar)
+        os << '\n';
       return llvm::make_error<TrainingInterrupted>(
-          sig, "stopped by " + std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") +
-                   " after step " + std::to_string(t.step()) + "; saved " + ckptFile +
-                   " (continue with --resume)");
+          sig, "stopped by " +
+                   std::string(sig == SIGINT ? "SIGINT" : "SIGTERM") +
+                   " after step " + std::to_string(t.step()) + "; saved " +
+                   ckptFile + " (continue with --resume)");
     }
   }
   if (trace)
-    if (auto e = writeTrace()) return e;
+    if (auto e = writeTrace())
+      return e;
   if (savedStep != t.step())
-    if (auto e = saveCkpt()) return e;
+    if (auto e = saveCkpt())
+      return e;
   os << "saved " << ckptFile << '\n';
 
   if (opts.sampleTokens > 0) {
-    auto state = t.state();  // every rank takes part in gathering it
-    if (!state) return state.takeError();
-    if (!writer) return llvm::Error::success();
+    auto state = t.state(); // every rank takes part in gathering it
+    if (!state)
+      return state.takeError();
+    if (!writer)
+      return llvm::Error::success();
     llvm::StringMap<const HostTensor *> params;
-    for (auto &[name, tensor] : *state) params[name] = &tensor;
+    for (auto &[name, tensor] : *state)
+      params[name] = &tensor;
     CpuDevice device;
     SampleOptions so;
     so.maxNewTokens = opts.sampleTokens;
     so.seed = tr.seed();
     auto text = generateText(cfg, params, *tokenizer, "", so, device);
-    if (!text) return text.takeError();
+    if (!text)
+      return text.takeError();
     os << "sample:\n" << *text << "\n";
   }
   return llvm::Error::success();
@@ -346,7 +401,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
 
 llvm::Error runTraining(const RunOptions &opts, llvm::raw_ostream &os) {
   auto env = DistEnv::fromEnvironment();
-  if (!env) return env.takeError();
+  if (!env)
+    return env.takeError();
   bool writer = !*env || (*env)->rank == 0;
   return train(opts, writer ? os : llvm::nulls(), *env);
 }

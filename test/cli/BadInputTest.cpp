@@ -48,11 +48,11 @@ const std::string &madeFixture(const std::string &name) {
   RunResult r =
       name == "ok.plan"
           ? runStrataIn(d, {"compile", "ok.textproto", "-o", "ok.plan"})
-          : runStrataIn(d, {"train", "ok.textproto", "--steps", "1",
-                            "--sample", "0", "--out", "run"});
+          : runStrataIn(d, {"train", "ok.textproto", "--steps", "1", "--sample",
+                            "0", "--out", "run"});
   EXPECT_EQ(r.rc, 0) << r.err;
-  return made[name] = slurp(dir.path(name == "ok.plan" ? "ok.plan"
-                                                        : "run/checkpoint.bin"));
+  return made[name] = slurp(
+             dir.path(name == "ok.plan" ? "ok.plan" : "run/checkpoint.bin"));
 }
 
 /// A file's contents: text, or an "@..." fixture variant.
@@ -105,7 +105,8 @@ CaseResult runCase(const BadInput &c) {
   bool outputWasThere = llvm::sys::fs::exists(dir.path("out.plan"));
   CaseResult r;
   r.run = runStrataIn(d, c.args);
-  r.wroteOutput = !outputWasThere && llvm::sys::fs::exists(dir.path("out.plan"));
+  r.wroteOutput =
+      !outputWasThere && llvm::sys::fs::exists(dir.path("out.plan"));
   std::error_code ec;
   for (llvm::sys::fs::recursive_directory_iterator it(d, ec), end;
        it != end && !ec; it.increment(ec))
@@ -125,9 +126,8 @@ CaseResult runCase(const BadInput &c) {
 std::string commandLine(const BadInput &c) {
   std::string s = "strata";
   for (const std::string &a : c.args)
-    s += " " + (a.find(' ') == std::string::npos && !a.empty()
-                    ? a
-                    : "'" + a + "'");
+    s += " " +
+         (a.find(' ') == std::string::npos && !a.empty() ? a : "'" + a + "'");
   return s;
 }
 
@@ -155,9 +155,8 @@ TEST_P(BadInputTest, FailsCleanly) {
                          ? "strata " + c.args[0]
                          : "strata";
   llvm::StringRef err = llvm::StringRef(r.run.err).rtrim('\n');
-  llvm::StringRef last = err.rsplit('\n').second.empty()
-                             ? err
-                             : err.rsplit('\n').second;
+  llvm::StringRef last =
+      err.rsplit('\n').second.empty() ? err : err.rsplit('\n').second;
   EXPECT_TRUE(last.startswith(tool + ": error: "))
       << "stderr: " << r.run.err << "\nwanted prefix: " << tool << ": error: ";
   EXPECT_NE(r.run.err.find(c.fragment), std::string::npos)
@@ -216,7 +215,8 @@ std::string renderDocs() {
   for (const BadInput &c : badInputs()) {
     if (c.group != group) {
       group = c.group;
-      md += "\n## " + group + "\n\n| bad input | command | message |\n"
+      md += "\n## " + group +
+            "\n\n| bad input | command | message |\n"
             "|---|---|---|\n";
     }
     CaseResult r = runCase(c);
@@ -245,8 +245,7 @@ TEST(BadInputDocs, TableIsUpToDate) {
   TempDir dir;
   std::string fresh = dir.write("bad-inputs.md", generated);
   RunResult diff = runProgram("/usr/bin/diff", {"diff", "-u", path, fresh});
-  ADD_FAILURE() << path
-                << " is out of date with the messages strata prints:\n"
+  ADD_FAILURE() << path << " is out of date with the messages strata prints:\n"
                 << diff.out
                 << "\nregenerate it: STRATA_UPDATE_DOCS=1 "
                    "build/test/cli/cli_test --gtest_filter='BadInputDocs.*'";

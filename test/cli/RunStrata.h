@@ -57,8 +57,8 @@ inline RunResult runStrata(const std::vector<std::string> &args) {
 /// Runs `strata args...` in the working directory `cwd`.
 inline RunResult runStrataIn(const std::string &cwd,
                              const std::vector<std::string> &args) {
-  std::vector<std::string> argv = {"sh", "-c", "cd \"$0\" && exec \"$@\"",
-                                   cwd, STRATA_BIN};
+  std::vector<std::string> argv = {"sh", "-c", "cd \"$0\" && exec \"$@\"", cwd,
+                                   STRATA_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   return runProgram("/bin/sh", argv);
 }

@@ -34,10 +34,11 @@ TEST(Help, HelpIsTheTopLevelHelp) {
   RunResult help = runStrata({"help"}), flag = runStrata({"--help"});
   ASSERT_EQ(help.rc, 0) << help.err;
   EXPECT_EQ(help.out, flag.out);
-  for (const char *verb : {"compile", "inspect", "train", "verify", "launch",
-                           "generate"})
+  for (const char *verb :
+       {"compile", "inspect", "train", "verify", "launch", "generate"})
     EXPECT_NE(help.out.find("  " + std::string(verb) + " "), std::string::npos)
-        << verb << " missing from\n" << help.out;
+        << verb << " missing from\n"
+        << help.out;
 }
 
 TEST(Help, HelpVerbIsTheVerbsHelp) {
@@ -61,10 +62,11 @@ TEST(Help, ShowsDefaults) {
         "Steps between progress lines when stdout is not a terminal (a "
         "terminal gets one line, redrawn every step) (default: 10)"})
     EXPECT_NE(train.out.find(line), std::string::npos) << line << "\n"
-                                                        << train.out;
+                                                       << train.out;
   RunResult verify = runStrata({"verify", "--help"});
-  EXPECT_NE(verify.out.find("Max normwise relative difference (default: 1e-05)"),
-            std::string::npos)
+  EXPECT_NE(
+      verify.out.find("Max normwise relative difference (default: 1e-05)"),
+      std::string::npos)
       << verify.out;
 }
 
@@ -79,19 +81,18 @@ TEST(Notes, PipelineBubbleIsNamed) {
                    "in the pipeline bubble ((pp-1)/microbatches, 1f1b); use "
                    "--microbatches 4 or more (the bubble shrinks as "
                    "microbatches grow)\n");
-  RunResult enough = runStrata({"compile", dir.path("spec.textproto"), "--pp",
-                                "4", "--microbatches", "4", "-o",
-                                dir.path("p.plan")});
+  RunResult enough =
+      runStrata({"compile", dir.path("spec.textproto"), "--pp", "4",
+                 "--microbatches", "4", "-o", dir.path("p.plan")});
   ASSERT_EQ(enough.rc, 0) << enough.err;
   EXPECT_EQ(enough.err, "");
 }
 
 TEST(Notes, SeqOverrideAndIgnoredScheduleAreSaid) {
   SpecDir dir;
-  RunResult r = runStrataIn(dir.path(""), {"train", "spec.textproto", "--seq",
-                                           "32", "--schedule", "gpipe",
-                                           "--steps", "1", "--sample", "0",
-                                           "--out", "run"});
+  RunResult r = runStrataIn(
+      dir.path(""), {"train", "spec.textproto", "--seq", "32", "--schedule",
+                     "gpipe", "--steps", "1", "--sample", "0", "--out", "run"});
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.err.find("strata train: note: --seq 32 changes the model's "
                        "seq_len 16 -> 32 (its learned position table wpe "
@@ -108,26 +109,27 @@ TEST(Notes, LearningRateScheduleCutShortIsSaid) {
   SpecDir dir;
   // The notes come before the data is read: a missing --data ends the run
   // right after them.
-  RunResult warm = runStrataIn(dir.path(""), {"train", "spec.textproto",
-                                              "--steps", "3", "--warmup", "5",
-                                              "--data", "missing.txt"});
+  RunResult warm =
+      runStrataIn(dir.path(""), {"train", "spec.textproto", "--steps", "3",
+                                 "--warmup", "5", "--data", "missing.txt"});
   EXPECT_NE(warm.err.find("strata train: warning: the 5 warmup steps cover the "
                           "whole run of 3 steps: the learning rate never "
                           "reaches its peak"),
             std::string::npos)
       << warm.err;
-  RunResult decay = runStrataIn(dir.path(""), {"train", "spec.textproto",
-                                               "--decay-iters", "10", "--lr",
-                                               "0.002", "--data", "missing.txt"});
+  RunResult decay = runStrataIn(
+      dir.path(""), {"train", "spec.textproto", "--decay-iters", "10", "--lr",
+                     "0.002", "--data", "missing.txt"});
   EXPECT_NE(decay.err.find("strata train: note: --lr 0.002 also sets the final "
                            "learning rate to lr/10 = 0.0002"),
             std::string::npos)
       << decay.err;
-  EXPECT_NE(decay.err.find("strata train: note: the cosine decay spans 10 steps "
-                           "but the run stops at 2, before the learning rate "
-                           "reaches 0.0002 (--decay-iters 2 decays over the "
-                           "run)"),
-            std::string::npos)
+  EXPECT_NE(
+      decay.err.find("strata train: note: the cosine decay spans 10 steps "
+                     "but the run stops at 2, before the learning rate "
+                     "reaches 0.0002 (--decay-iters 2 decays over the "
+                     "run)"),
+      std::string::npos)
       << decay.err;
 }
 
@@ -137,10 +139,11 @@ TEST(Units, MemoryBudgetIsPrintedInGiB) {
   for (auto [budget, shown] :
        {std::pair{"16GB", "memory budget 16GB = 14.90 GiB per device\n"},
         std::pair{"16GiB", "memory budget 16GiB = 16.00 GiB per device\n"},
-        std::pair{"10485760", "memory budget 10485760 = 10.00 MiB per device\n"}}) {
-    RunResult r = runStrata({"compile", dir.path("spec.textproto"),
-                             "--memory-budget", budget, "-o",
-                             dir.path("p.plan")});
+        std::pair{"10485760",
+                  "memory budget 10485760 = 10.00 MiB per device\n"}}) {
+    RunResult r =
+        runStrata({"compile", dir.path("spec.textproto"), "--memory-budget",
+                   budget, "-o", dir.path("p.plan")});
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_NE(r.out.find(shown), std::string::npos) << r.out;
   }
@@ -158,16 +161,15 @@ TEST(DataPath, PlanFindsItsSpecsDataFromAnotherDirectory) {
                                "--sample", "0", "--out",
                                elsewhere.path(std::string("run-") + input)});
     EXPECT_EQ(r.rc, 0) << input << ": " << r.err;
-    EXPECT_NE(r.out.find(specDir.path("data.txt")), std::string::npos)
-        << r.out;
+    EXPECT_NE(r.out.find(specDir.path("data.txt")), std::string::npos) << r.out;
   }
 }
 
 TEST(Inspect, CheckpointSaysWhatItIsAndWhereToUseIt) {
   SpecDir dir;
-  RunResult t = runStrataIn(dir.path(""), {"train", "spec.textproto", "--steps",
-                                           "1", "--sample", "0", "--out",
-                                           "run"});
+  RunResult t =
+      runStrataIn(dir.path(""), {"train", "spec.textproto", "--steps", "1",
+                                 "--sample", "0", "--out", "run"});
   ASSERT_EQ(t.rc, 0) << t.err;
   RunResult r = runStrataIn(dir.path(""), {"inspect", "run/checkpoint.bin"});
   ASSERT_EQ(r.rc, 0) << r.err;
@@ -183,14 +185,15 @@ TEST(StrataOpt, HelpExampleRuns) {
   RunResult help = runProgram(STRATA_OPT_BIN, {STRATA_OPT_BIN, "--help"});
   ASSERT_EQ(help.rc, 0);
   llvm::SmallVector<llvm::StringRef, 3> m;
-  ASSERT_TRUE(llvm::Regex("e\\.g\\. '([^']*)' or +'([^']*)'").match(help.out, &m))
+  ASSERT_TRUE(
+      llvm::Regex("e\\.g\\. '([^']*)' or +'([^']*)'").match(help.out, &m))
       << help.out;
   for (llvm::StringRef pipeline : {m[1], m[2]}) {
-    RunResult r = runProgram(
-        STRATA_OPT_BIN,
-        {STRATA_OPT_BIN,
-         std::string(STRATA_SOURCE_DIR) + "/test/lit/spmd/Inputs/gpt_block.ir",
-         "--passes=" + pipeline.str()});
+    RunResult r =
+        runProgram(STRATA_OPT_BIN, {STRATA_OPT_BIN,
+                                    std::string(STRATA_SOURCE_DIR) +
+                                        "/test/lit/spmd/Inputs/gpt_block.ir",
+                                    "--passes=" + pipeline.str()});
     EXPECT_EQ(r.rc, 0) << pipeline.str() << ": " << r.err;
   }
 }

@@ -32,8 +32,8 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/FusedKernels.h"
 #include "runtime/kernels/Parallel.h"
-#include "runtime/train/ParamInit.h"
 #include "runtime/parallel/TrainingSession.h"
+#include "runtime/train/ParamInit.h"
 #include "test/codegen/RunOnCpu.h"
 
 #include <cmath>
@@ -86,7 +86,6 @@ Graph singleNodeGraph(const Graph &g, const Node &n) {
   s.setOutputs(s.node(k).results);
   return s;
 }
-
 
 /// Runs every fused node of `fused` against its body; returns how many.
 int checkEveryKernel(const Graph &fused, std::mt19937 &rng) {
@@ -190,14 +189,16 @@ TEST(FusedTrainer, FusionFlagKeepsLossAndGrads) {
   for (bool fusion : {false, true}) {
     TrainOptions opts;
     opts.fusion = fusion;
-    auto session = TrainingSession::create(buildModelGraph(cfg), buildModelGraph(evalCfg),
-                                           opts, ParallelConfig{});
+    auto session = TrainingSession::create(
+        buildModelGraph(cfg), buildModelGraph(evalCfg), opts, ParallelConfig{});
     ASSERT_TRUE(bool(session)) << toString(session.takeError());
     Trainer *t = &(*session)->trainer();
     const PipelineStage &stage = t->compiled().pipeline.stages[0];
     for (const Graph *g : {&stage.forward, &stage.backward})
-      EXPECT_EQ(llvm::any_of(g->nodes(), [](const Node &n) { return n.op == OpKind::Fused; }),
-                fusion);
+      EXPECT_EQ(
+          llvm::any_of(g->nodes(),
+                       [](const Node &n) { return n.op == OpKind::Fused; }),
+          fusion);
     ASSERT_FALSE(bool(t->initParams()));
     std::vector<int32_t> tokens(cfg.microBatch * cfg.seq),
         labels(tokens.size());
@@ -300,7 +301,8 @@ TEST_P(RowOps, FusedKernelsMatchTheReferenceKernels) {
   // Every row op leads a kernel (none is left as a plain node).
   for (const Node &n : g->nodes())
     EXPECT_FALSE(rowOpOperands(n.op))
-        << opName(n.op).str() << " was not fused:\n" << graphToString(*g);
+        << opName(n.op).str() << " was not fused:\n"
+        << graphToString(*g);
   int threads = kernels::getNumThreads();
   std::vector<std::vector<HostTensor>> runs;
   for (int n : {1, 3}) {
@@ -319,9 +321,8 @@ TEST_P(RowOps, FusedKernelsMatchTheReferenceKernels) {
   ASSERT_EQ(runs[0].size(), plain.outputs().size());
   ASSERT_EQ(runs[1].size(), runs[0].size());
   for (size_t r = 0; r < runs[0].size(); ++r)
-    EXPECT_EQ(std::memcmp(runs[0][r].raw(), runs[1][r].raw(),
-                          runs[0][r].bytes()),
-              0)
+    EXPECT_EQ(
+        std::memcmp(runs[0][r].raw(), runs[1][r].raw(), runs[0][r].bytes()), 0)
         << "result " << r << " differs between 1 and 3 threads";
 }
 
@@ -386,9 +387,9 @@ graph @sums(%x: T[3,100,130], %b: T[130]) {
     ASSERT_EQ(runs[0].size(), 3u);
     ASSERT_EQ(runs[1].size(), 3u);
     for (size_t r = 0; r < 3; ++r)
-      EXPECT_EQ(std::memcmp(runs[0][r].raw(), runs[1][r].raw(),
-                            runs[0][r].bytes()),
-                0)
+      EXPECT_EQ(
+          std::memcmp(runs[0][r].raw(), runs[1][r].raw(), runs[0][r].bytes()),
+          0)
           << t << " result " << r << " differs between 1 and 3 threads";
   }
 }

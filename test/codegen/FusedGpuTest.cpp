@@ -128,7 +128,6 @@ protected:
   int arch = 0;
 };
 
-
 // A graph of one node `n` of `g` (fused, or the anchor matmul of a body).
 Graph oneNode(const Graph &g, const Node &n) {
   Graph s;
@@ -229,8 +228,8 @@ void FusedGpu::checkGraph(const Graph &g, int &count) {
       for (const codegen::KernelSum &s : p.sums)
         sumArgs.push_back(&outs[s.store]);
       CUfunction sums;
-      ASSERT_CU(cu.cuModuleGetFunction(
-          &sums, module, (source.symbols[k] + "_sums").c_str()));
+      ASSERT_CU(cu.cuModuleGetFunction(&sums, module,
+                                       (source.symbols[k] + "_sums").c_str()));
       ASSERT_CU(cu.cuLaunchKernel(sums, geometry.sumBlocks, 1, 1,
                                   geometry.sumThreads, 1, 1, 0, nullptr,
                                   sumArgs.data(), nullptr));

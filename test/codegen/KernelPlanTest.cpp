@@ -220,7 +220,8 @@ graph @g(%x: f32[2,3,8], %y: f32[2,3,8]) {
   EXPECT_TRUE(contains(cpp, "out0[i] = v2;\n      out1[c] += (double)v2;"))
       << cpp;
   EXPECT_TRUE(contains(cuda, "c < 8;")) << cuda;
-  EXPECT_TRUE(contains(cuda, "double sum1 = 0.0;\n    for (int64_t r = 0; r < 6; ++r) {"))
+  EXPECT_TRUE(contains(
+      cuda, "double sum1 = 0.0;\n    for (int64_t r = 0; r < 6; ++r) {"))
       << cuda;
   EXPECT_TRUE(contains(cuda, "sum1 += (double)v2;")) << cuda;
   EXPECT_TRUE(contains(cuda, "out1[c] = (float)sum1;")) << cuda;
@@ -262,8 +263,9 @@ TEST(Renderer, RowKernelPasses) {
   std::string cpp = codegen::renderKernels({*p}, codegen::Target::Cpp).text;
   std::string cuda = codegen::renderKernels({*p}, codegen::Target::Cuda).text;
   for (const std::string &s : {cpp, cuda}) {
-    EXPECT_TRUE(contains(s, "// lnrow: 2 elementwise op(s) around "
-                            "layer_norm_grad (layers.1.ln) and 1 column sum(s)"))
+    EXPECT_TRUE(contains(s,
+                         "// lnrow: 2 elementwise op(s) around "
+                         "layer_norm_grad (layers.1.ln) and 1 column sum(s)"))
         << s;
     EXPECT_TRUE(contains(s, "scratch rows %dx %h")) << s;
   }
@@ -276,7 +278,8 @@ TEST(Renderer, RowKernelPasses) {
   EXPECT_TRUE(contains(cpp, "s1[c] = v2;\n      out0[i] = v2;")) << cpp;
   EXPECT_TRUE(contains(cpp, "#pragma omp simd reduction(+ : sumG, sumGX)"))
       << cpp;
-  EXPECT_TRUE(contains(cpp, "s0[c] = (float)(rstd * (g - meanG - xhat * meanGX));"))
+  EXPECT_TRUE(
+      contains(cpp, "s0[c] = (float)(rstd * (g - meanG - xhat * meanGX));"))
       << cpp;
   EXPECT_TRUE(contains(cpp, "out1[c] += (double)in2[i] * xhat;")) << cpp;
   EXPECT_TRUE(contains(cpp, "out2[c] += (double)in2[i];")) << cpp;

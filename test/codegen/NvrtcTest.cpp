@@ -66,7 +66,8 @@ TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
       ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
       plans.push_back(std::move(*plan));
     }
-    ASSERT_EQ(llvm::count_if(plans, [](auto &p) { return p.isRowKernel(); }), 6);
+    ASSERT_EQ(llvm::count_if(plans, [](auto &p) { return p.isRowKernel(); }),
+              6);
     codegen::KernelSource source =
         codegen::renderKernels(plans, codegen::Target::Cuda);
     auto cubin = codegen::compileCubin(source.text, 90);

@@ -1,4 +1,5 @@
-//===- RunOnCpu.h - A graph on a fresh CPU device, for the codegen tests ---===//
+//===- RunOnCpu.h - A graph on a fresh CPU device, for the codegen tests
+//---===//
 #pragma once
 
 #include "runtime/Executable.h"

@@ -85,7 +85,8 @@ TEST(ModelStats, LlamaFlopsCountSwiGluAndKvHeads) {
   ModelConfig c = resolveModelSpec(loadExample("llama2_7b"));
   double h = 4096, f = 11008, s = c.seq, v = c.paddedVocab;
   double forward = 32 * (2 * (4 * h * h + 3 * h * f) + 4 * s * h) + 2 * h * v;
-  EXPECT_NEAR(modelFlopsPerStep(c, 1), 3 * s * forward, 1e-12 * 3 * s * forward);
+  EXPECT_NEAR(modelFlopsPerStep(c, 1), 3 * s * forward,
+              1e-12 * 3 * s * forward);
   ModelConfig gqa = c;
   gqa.kvHeads = 8; // k and v shrink by 4: 2·h·(2·h/4) fewer per token
   EXPECT_NEAR(modelFlopsPerStep(c, 1) - modelFlopsPerStep(gqa, 1),

@@ -35,8 +35,8 @@ uint32_t crcOf(llvm::StringRef s) {
 void mutate(std::string &s, size_t room) {
   size_t size = s.size();
   s.resize(size + room + 1);
-  s.resize(LLVMFuzzerMutate(reinterpret_cast<uint8_t *>(s.data()), size,
-                            s.size()));
+  s.resize(
+      LLVMFuzzerMutate(reinterpret_cast<uint8_t *>(s.data()), size, s.size()));
 }
 
 /// Sets data_bytes to data.size() and every in-bounds tensor's crc32 to
@@ -56,9 +56,8 @@ std::string fixHeader(llvm::StringRef header, llvm::StringRef data) {
         continue;
       }
       // parseTensorEntry bounded the size by the data (unless a dim is 0).
-      uint64_t bytes = llvm::is_contained(e->type.shape, 0)
-                           ? 0
-                           : uint64_t(e->type.bytes());
+      uint64_t bytes =
+          llvm::is_contained(e->type.shape, 0) ? 0 : uint64_t(e->type.bytes());
       (*v.getAsObject())["crc32"] =
           int64_t(crcOf(data.substr(e->offset, bytes)));
     }
@@ -74,8 +73,8 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
   llvm::StringRef file(reinterpret_cast<const char *>(data), size);
   if (size < kPrefix || !file.startswith("STRATACK") || rng() % 8 == 0)
     return LLVMFuzzerMutate(data, size, maxSize);
-  uint64_t headerLen = std::min<uint64_t>(endian::read64le(data + 16),
-                                          size - kPrefix);
+  uint64_t headerLen =
+      std::min<uint64_t>(endian::read64le(data + 16), size - kPrefix);
   std::string header = file.substr(kPrefix, headerLen).str();
   uint64_t dataStart = strata::alignTensorOffset(kPrefix + headerLen);
   std::string tensors = file.substr(std::min<uint64_t>(dataStart, size)).str();

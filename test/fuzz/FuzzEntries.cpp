@@ -58,8 +58,7 @@ llvm::Error modelSpec(llvm::StringRef bytes) {
     return llvm::Error::success();
   auto plan = compilePlan(*spec);
   if (!plan)
-    invariant("a checked spec does not compile",
-              toString(plan.takeError()));
+    invariant("a checked spec does not compile", toString(plan.takeError()));
   auto back = parsePlan(serializePlan(*plan), "<fuzz>.plan");
   if (!back)
     invariant("a compiled plan does not read back", toString(back.takeError()));
@@ -114,10 +113,10 @@ llvm::Error passPipeline(llvm::StringRef bytes) {
 }
 
 namespace {
-constexpr llvm::StringRef kNames[] = {"ir",         "model_spec",
-                                      "plan",       "checkpoint",
-                                      "tensor_archive", "pass_pipeline"};
-constexpr Entry kEntries[] = {irText,         modelSpec,    planFile,
+constexpr llvm::StringRef kNames[] = {
+    "ir",         "model_spec",     "plan",
+    "checkpoint", "tensor_archive", "pass_pipeline"};
+constexpr Entry kEntries[] = {irText,         modelSpec,     planFile,
                               checkpointFile, tensorArchive, passPipeline};
 static_assert(std::size(kNames) == std::size(kEntries));
 } // namespace

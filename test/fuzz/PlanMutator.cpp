@@ -32,7 +32,8 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size,
     return LLVMFuzzerMutate(data, size, maxSize);
   size_t n = LLVMFuzzerMutate(data + kPlanHeaderSize, size - kPlanHeaderSize,
                               maxSize - kPlanHeaderSize);
-  std::string payload(reinterpret_cast<const char *>(data) + kPlanHeaderSize, n);
+  std::string payload(reinterpret_cast<const char *>(data) + kPlanHeaderSize,
+                      n);
   strata::pb::Plan plan;
   if (rng() % 2 && plan.ParseFromString(payload) && plan.kernels_size()) {
     for (strata::pb::KernelLibrary &k : *plan.mutable_kernels())

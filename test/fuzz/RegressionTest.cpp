@@ -70,7 +70,8 @@ TEST_P(Regression, EndsInACleanError) {
     EXPECT_FALSE(bool(e)) << toString(std::move(e));
     return;
   }
-  ASSERT_TRUE(bool(e)) << in.path << " is accepted; a fuzz finding should "
+  ASSERT_TRUE(bool(e)) << in.path
+                       << " is accepted; a fuzz finding should "
                           "be refused (or be named ok-*)";
   std::string msg = toString(std::move(e));
   std::string want = llvm::StringRef(readInput(in.path + ".msg")).trim().str();

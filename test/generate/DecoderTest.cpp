@@ -175,8 +175,8 @@ TEST_P(DecoderTest, LogprobsAreLogSoftmaxOfTheGraphLogits) {
     for (int64_t v = 0; v < Vp; ++v)
       sum += std::exp(double(row[v]) - mx);
     double ref = row[all[size_t(i)]] - mx - std::log(sum);
-    double lp = i < 6 ? got.promptLogprobs[size_t(i - 1)]
-                      : got.logprobs[size_t(i - 6)];
+    double lp =
+        i < 6 ? got.promptLogprobs[size_t(i - 1)] : got.logprobs[size_t(i - 6)];
     // Logits agree to kLogitTol of their range (a few units).
     EXPECT_NEAR(lp, ref, 1e-3) << "token " << i;
   }
@@ -194,21 +194,24 @@ TEST(ModelWeights, RefusesMissingWrongAndNonFiniteParameters) {
   map.erase("layers.1.attn.k.w");
   auto e = ModelWeights::bind(c, map);
   ASSERT_FALSE(bool(e));
-  EXPECT_NE(llvm::toString(e.takeError()).find("layers.1.attn.k.w"), std::string::npos);
+  EXPECT_NE(llvm::toString(e.takeError()).find("layers.1.attn.k.w"),
+            std::string::npos);
   HostTensor wrong(TensorType{DType::F32, {3, 3}});
   map = p.map;
   map["ln_f.w"] = &wrong;
   e = ModelWeights::bind(c, map);
   ASSERT_FALSE(bool(e));
-  EXPECT_NE(llvm::toString(e.takeError()).find("ln_f.w is f32[3,3]"), std::string::npos);
+  EXPECT_NE(llvm::toString(e.takeError()).find("ln_f.w is f32[3,3]"),
+            std::string::npos);
   HostTensor nan = p.map["layers.0.mlp.up.w"]->clone();
   nan.set(17, NAN);
   map = p.map;
   map["layers.0.mlp.up.w"] = &nan;
   e = ModelWeights::bind(c, map);
   ASSERT_FALSE(bool(e));
-  EXPECT_NE(llvm::toString(e.takeError()).find("non-finite value (nan at element 17"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(e.takeError()).find("non-finite value (nan at element 17"),
+      std::string::npos);
 }
 
 } // namespace

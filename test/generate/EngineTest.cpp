@@ -1,4 +1,5 @@
-//===- EngineTest.cpp - Streaming text, stop tokens and stop strings -------===//
+//===- EngineTest.cpp - Streaming text, stop tokens and stop strings
+//-------===//
 #include "TestModels.h"
 
 #include "runtime/generate/Engine.h"
@@ -67,8 +68,9 @@ TEST_F(EngineTest, StopTokenEndsBeforeIt) {
   CachedDecoder d(weights, 1);
   Outcome free = generate(d, tok, base());
   int32_t stop = free.result.tokens[7];
-  size_t first = std::find(free.result.tokens.begin(), free.result.tokens.end(), stop) -
-                 free.result.tokens.begin();
+  size_t first =
+      std::find(free.result.tokens.begin(), free.result.tokens.end(), stop) -
+      free.result.tokens.begin();
   GenerationRequest r = base();
   r.stopTokens = {stop};
   Outcome run = generate(d, tok, r);
@@ -119,11 +121,14 @@ TEST_F(EngineTest, BatchedSamplingEqualsEachAlone) {
   std::vector<GenerationResult> together(3);
   std::vector<Sink> sinks(3);
   for (size_t i = 0; i < 3; ++i)
-    sinks[i].onFinish = [&, i](GenerationResult r) { together[i] = std::move(r); };
+    sinks[i].onFinish = [&, i](GenerationResult r) {
+      together[i] = std::move(r);
+    };
   ASSERT_FALSE(bool(generateAll(batch, tok, reqs, sinks)));
   for (size_t i = 0; i < 3; ++i) {
     CachedDecoder one(weights, 1);
-    EXPECT_EQ(generate(one, tok, reqs[i]).result.tokens, together[i].tokens) << i;
+    EXPECT_EQ(generate(one, tok, reqs[i]).result.tokens, together[i].tokens)
+        << i;
   }
 }
 
@@ -138,7 +143,8 @@ TEST_F(EngineTest, RefusesBadRequests) {
   EXPECT_NE(msg(r).find("the prompt has no tokens"), std::string::npos);
   r = base();
   r.prompt.push_back(65);
-  EXPECT_NE(msg(r).find("prompt token id 65 is outside the vocabulary"), std::string::npos);
+  EXPECT_NE(msg(r).find("prompt token id 65 is outside the vocabulary"),
+            std::string::npos);
   r = base();
   r.sampling.temperature = NAN;
   EXPECT_NE(msg(r).find("temperature must be a number"), std::string::npos);

@@ -1,4 +1,5 @@
-//===- SamplerTest.cpp - Temperature, top-k, top-p against their definitions ===//
+//===- SamplerTest.cpp - Temperature, top-k, top-p against their definitions
+//===//
 //
 // The reference here is written from the definitions, not from the
 // sampler's algorithm: a token is kept by top-k when fewer than k tokens
@@ -72,12 +73,10 @@ std::vector<float> randomLogits(int V, uint64_t seed) {
 
 TEST(Sampler, DistributionMatchesTheDefinitions) {
   for (uint64_t seed : {1, 2, 3})
-    for (SamplingParams p : {SamplingParams{1.0, 0, 1.0, 0},
-                             SamplingParams{0.7, 5, 1.0, 0},
-                             SamplingParams{1.3, 0, 0.9, 0},
-                             SamplingParams{0.5, 0, 0.3, 0},
-                             SamplingParams{1.0, 20, 0.8, 0},
-                             SamplingParams{2.0, 1, 1.0, 0}}) {
+    for (SamplingParams p :
+         {SamplingParams{1.0, 0, 1.0, 0}, SamplingParams{0.7, 5, 1.0, 0},
+          SamplingParams{1.3, 0, 0.9, 0}, SamplingParams{0.5, 0, 0.3, 0},
+          SamplingParams{1.0, 20, 0.8, 0}, SamplingParams{2.0, 1, 1.0, 0}}) {
       std::vector<float> l = randomLogits(50, seed);
       auto ref = reference(l, p);
       auto got = samplingDistribution(l.data(), 50, p);
@@ -94,8 +93,8 @@ TEST(Sampler, DistributionMatchesTheDefinitions) {
 TEST(Sampler, DrawsFollowTheDistribution) {
   std::vector<float> l = randomLogits(30, 9);
   // Sorted (top-k, top-p) and unsorted (temperature alone) draws.
-  for (SamplingParams p : {SamplingParams{0.8, 10, 0.95, 1234},
-                           SamplingParams{1.5, 0, 1.0, 99}}) {
+  for (SamplingParams p :
+       {SamplingParams{0.8, 10, 0.95, 1234}, SamplingParams{1.5, 0, 1.0, 99}}) {
     auto ref = reference(l, p);
     Sampler s(p, 0);
     const int draws = 40000;
@@ -103,7 +102,8 @@ TEST(Sampler, DrawsFollowTheDistribution) {
     for (int i = 0; i < draws; ++i)
       ++count[s.next(l.data(), 30)];
     for (auto [id, c] : count)
-      ASSERT_TRUE(ref.count(id)) << "drew token " << id << " outside the kept set";
+      ASSERT_TRUE(ref.count(id))
+          << "drew token " << id << " outside the kept set";
     for (auto [id, prob] : ref) {
       // Binomial count: within 5 standard deviations (fails ~1e-6 of
       // seeds; the seed is fixed, so this is deterministic).
@@ -139,10 +139,12 @@ TEST(Sampler, ChecksRanges) {
   auto msg = [](SamplingParams p) {
     return llvm::toString(checkSamplingParams(p, true));
   };
-  EXPECT_NE(msg({NAN, 0, 1, 0}).find("--temperature must be a number in [0, 100] (got nan"),
+  EXPECT_NE(msg({NAN, 0, 1, 0})
+                .find("--temperature must be a number in [0, 100] (got nan"),
             std::string::npos);
   EXPECT_NE(msg({1, -1, 1, 0}).find("--top-k must be >= 0"), std::string::npos);
-  EXPECT_NE(msg({1, 0, 0, 0}).find("--top-p must be in (0, 1]"), std::string::npos);
+  EXPECT_NE(msg({1, 0, 0, 0}).find("--top-p must be in (0, 1]"),
+            std::string::npos);
   EXPECT_NE(msg({1, 0, INFINITY, 0}).find("--top-p"), std::string::npos);
   EXPECT_FALSE(bool(checkSamplingParams({0, 0, 1, 0}, true)));
 }

@@ -1,4 +1,5 @@
-//===- TestModels.h - Small random GPT / Llama models for generation tests -===//
+//===- TestModels.h - Small random GPT / Llama models for generation tests
+//-===//
 //
 // Parameters are drawn so that logits spread over several units (weights
 // ~ N(0, 1/in) and norm gains near 1), which keeps greedy decoding far from
@@ -58,10 +59,12 @@ struct TestParams {
       HostTensor t(val.type);
       llvm::StringRef name = val.name;
       bool norm = name.contains("ln") && name.endswith(".w");
-      double std = name.endswith(".b") ? 0.1
-                   : val.type.shape.size() == 2
-                       ? (name == "wpe" ? 0.3 : 1.0 / std::sqrt(double(val.type.shape[0])))
-                       : 0.1;
+      double std =
+          name.endswith(".b") ? 0.1
+          : val.type.shape.size() == 2
+              ? (name == "wpe" ? 0.3
+                               : 1.0 / std::sqrt(double(val.type.shape[0])))
+              : 0.1;
       if (name == "wte")
         std = 0.5;
       for (int64_t i = 0; i < t.numElements(); ++i)

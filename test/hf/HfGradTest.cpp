@@ -1,4 +1,5 @@
-//===- HfGradTest.cpp - Imported models' loss and gradients vs transformers ===//
+//===- HfGradTest.cpp - Imported models' loss and gradients vs transformers
+//===//
 //
 // hf_parity.py (the CTest fixture hf_reference_<case>) imports a random
 // transformers model with `strata import-hf --vocab-multiple 1` and records
@@ -32,19 +33,24 @@ constexpr double kRelTol = 1e-4, kAbsTol = 1e-9;
 ::testing::AssertionResult closeTo(const HostTensor &a, const HostTensor &b,
                                    const std::string &what) {
   if (a.numElements() != b.numElements())
-    return ::testing::AssertionFailure() << what << ": " << a.numElements() << " vs "
-                                         << b.numElements() << " elements";
+    return ::testing::AssertionFailure()
+           << what << ": " << a.numElements() << " vs " << b.numElements()
+           << " elements";
   double scale = 0, worst = 0;
   int64_t at = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) scale = std::max(scale, std::fabs(b.get(i)));
+  for (int64_t i = 0; i < b.numElements(); ++i)
+    scale = std::max(scale, std::fabs(b.get(i)));
   for (int64_t i = 0; i < a.numElements(); ++i) {
     double d = std::fabs(a.get(i) - b.get(i));
-    if (!(d <= worst)) worst = d, at = i;
+    if (!(d <= worst))
+      worst = d, at = i;
   }
-  if (worst <= kRelTol * scale + kAbsTol) return ::testing::AssertionSuccess();
+  if (worst <= kRelTol * scale + kAbsTol)
+    return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << what << ": worst |diff| " << worst << " at element " << at << " (strata "
-         << a.get(at) << ", torch " << b.get(at) << "), max|torch| " << scale;
+         << what << ": worst |diff| " << worst << " at element " << at
+         << " (strata " << a.get(at) << ", torch " << b.get(at)
+         << "), max|torch| " << scale;
 }
 
 class HfGrad : public ::testing::TestWithParam<const char *> {};
@@ -65,10 +71,12 @@ TEST_P(HfGrad, LossAndEveryGradientMatchTransformers) {
   ASSERT_EQ(cfg.vocab, cfg.paddedVocab) << "imported with --vocab-multiple 1";
 
   Graph forward = buildModelGraph(cfg);
-  auto session = TrainingSession::create(forward, forward, TrainOptions{}, ParallelConfig{});
+  auto session = TrainingSession::create(forward, forward, TrainOptions{},
+                                         ParallelConfig{});
   ASSERT_TRUE(bool(session)) << llvm::toString(session.takeError());
   Trainer &t = (*session)->trainer();
-  ASSERT_FALSE(bool(t.loadParams([&](llvm::StringRef n) { return ckpt->lookup(n); })));
+  ASSERT_FALSE(
+      bool(t.loadParams([&](llvm::StringRef n) { return ckpt->lookup(n); })));
   auto lg = t.lossAndGrads(ref->lookup("tokens")->data<int32_t>(),
                            ref->lookup("labels")->data<int32_t>());
   ASSERT_TRUE(bool(lg)) << llvm::toString(lg.takeError());
@@ -81,14 +89,16 @@ TEST_P(HfGrad, LossAndEveryGradientMatchTransformers) {
     grads += llvm::StringRef(name).startswith("grad.");
   }
   EXPECT_EQ(grads, forward.params().size());
-  EXPECT_EQ(grads + 3, ref->size()) << "tokens, labels, loss and one per parameter";
+  EXPECT_EQ(grads + 3, ref->size())
+      << "tokens, labels, loss and one per parameter";
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, HfGrad,
-                         ::testing::Values("gpt2", "gpt2_untied", "llama", "llama_tied",
-                                           "mistral", "falcon", "falcon_new",
-                                           // hf_rope_scaling.py: Llama-3.1 scaling
-                                           "llama31"));
+INSTANTIATE_TEST_SUITE_P(
+    Families, HfGrad,
+    ::testing::Values("gpt2", "gpt2_untied", "llama", "llama_tied", "mistral",
+                      "falcon", "falcon_new",
+                      // hf_rope_scaling.py: Llama-3.1 scaling
+                      "llama31"));
 
 } // namespace
 } // namespace strata

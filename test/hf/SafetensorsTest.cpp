@@ -24,12 +24,14 @@ using test::TempDir;
 
 HostTensor iota(llvm::ArrayRef<int64_t> shape, float base) {
   HostTensor t(TensorType{DType::F32, Shape(shape.begin(), shape.end())});
-  for (int64_t i = 0; i < t.numElements(); ++i) t.data<float>()[i] = base + 0.25f * i;
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<float>()[i] = base + 0.25f * i;
   return t;
 }
 
 /// A file: 8-byte length, `header`, then `data`.
-void writeRaw(const std::string &path, const std::string &header, const std::string &data) {
+void writeRaw(const std::string &path, const std::string &header,
+              const std::string &data) {
   std::ofstream f(path, std::ios::binary);
   char len[8];
   llvm::support::endian::write64le(len, header.size());
@@ -83,7 +85,8 @@ TEST(Safetensors, HalfAndBfloat16ConvertExactly) {
 TEST(Safetensors, ReadsF16AndBF16Tensors) {
   TempDir d;
   std::string p = d.path("h.safetensors");
-  std::string data("\x00\x3c\x00\xc0\x80\x3f\x49\x40", 8); // f16 1, -2; bf16 1, 3.140625
+  std::string data("\x00\x3c\x00\xc0\x80\x3f\x49\x40",
+                   8); // f16 1, -2; bf16 1, 3.140625
   writeRaw(p,
            R"({"h":{"dtype":"F16","shape":[2],"data_offsets":[0,4]},)"
            R"("b":{"dtype":"BF16","shape":[1,2],"data_offsets":[4,8]}})",
@@ -107,31 +110,33 @@ TEST(Safetensors, LyingHeadersAreErrorsNamingTheField) {
     writeRaw(p, header, data);
     std::string e = errorOf(p);
     EXPECT_NE(e.find(p), std::string::npos) << e;
-    EXPECT_NE(e.find(needle), std::string::npos) << "want '" << needle << "' in: " << e;
+    EXPECT_NE(e.find(needle), std::string::npos)
+        << "want '" << needle << "' in: " << e;
   };
   std::string eight(8, '\0');
   // Byte count differs from dtype x shape.
-  expectError(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight,
+  expectError(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+              eight,
               "tensor 'w': \"data_offsets\" [0, 8) span 8 bytes but F32");
   // Offsets past the end of the file.
-  expectError(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight,
-              "past the 8 data bytes");
+  expectError(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+              eight, "past the 8 data bytes");
   // A gap (not contiguous).
-  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", eight,
-              "begin at 4 but the previous tensor ends at 0");
+  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+              eight, "begin at 4 but the previous tensor ends at 0");
   // Overlap.
   expectError(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
               eight, "previous tensor ends at 8");
   // Trailing bytes nobody owns.
-  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", eight,
-              "cover 4 of the 8 data bytes");
+  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+              eight, "cover 4 of the 8 data bytes");
   expectError(R"({"w":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}})", eight,
               "unknown dtype \"Q4\"");
-  expectError(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", eight,
-              "non-negative integers");
-  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", eight,
-              "0 <= begin <= end");
+  expectError(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})",
+              eight, "non-negative integers");
+  expectError(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})",
+              eight, "0 <= begin <= end");
   expectError(R"({"__metadata__":{"format":1}})", "", "is not a string");
   expectError(R"([1,2])", "", "does not start with '{'");
   expectError(R"({"w":)", "", "malformed JSON header");
@@ -143,7 +148,8 @@ TEST(Safetensors, LyingHeadersAreErrorsNamingTheField) {
     f.write(len, 8);
     f << "{}";
   }
-  EXPECT_NE(errorOf(p).find("runs past the end of the 10-byte file"), std::string::npos);
+  EXPECT_NE(errorOf(p).find("runs past the end of the 10-byte file"),
+            std::string::npos);
   {
     std::ofstream f(p, std::ios::binary);
     char len[8];
@@ -152,7 +158,8 @@ TEST(Safetensors, LyingHeadersAreErrorsNamingTheField) {
   }
   EXPECT_NE(errorOf(p).find("exceeds the 100 MB limit"), std::string::npos);
   std::ofstream(p, std::ios::binary) << "abc";
-  EXPECT_NE(errorOf(p).find("shorter than the 8-byte header length"), std::string::npos);
+  EXPECT_NE(errorOf(p).find("shorter than the 8-byte header length"),
+            std::string::npos);
   EXPECT_NE(errorOf(d.path("none")).find("cannot open"), std::string::npos);
 }
 
@@ -165,17 +172,20 @@ TEST(Safetensors, UnsupportedDtypeIsReportedOnRead) {
   ASSERT_TRUE(bool(f));
   auto t = (*f)->readF32("ids");
   ASSERT_FALSE(bool(t));
-  EXPECT_NE(llvm::toString(t.takeError()).find("tensor 'ids': dtype I64 is not supported"),
+  EXPECT_NE(llvm::toString(t.takeError())
+                .find("tensor 'ids': dtype I64 is not supported"),
             std::string::npos);
 }
 
 TEST(Safetensors, ShardedModelRoundTripAndIndexChecks) {
   TempDir d;
   std::vector<NamedTensor> ts;
-  for (int i = 0; i < 5; ++i) ts.push_back({"t" + std::to_string(i), iota({4, 4}, i)});
+  for (int i = 0; i < 5; ++i)
+    ts.push_back({"t" + std::to_string(i), iota({4, 4}, i)});
   // 64 bytes each, 100-byte shards: one tensor per shard.
   ASSERT_FALSE(bool(writeSafetensorsModel(d.dir(), ts, 100)));
-  EXPECT_TRUE(llvm::sys::fs::exists(d.path("model-00005-of-00005.safetensors")));
+  EXPECT_TRUE(
+      llvm::sys::fs::exists(d.path("model-00005-of-00005.safetensors")));
   auto m = SafetensorsModel::open(d.dir());
   ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
   EXPECT_EQ(m->names().size(), 5u);
@@ -189,7 +199,8 @@ TEST(Safetensors, ShardedModelRoundTripAndIndexChecks) {
   auto e = SafetensorsModel::open(d.dir());
   ASSERT_FALSE(bool(e));
   EXPECT_NE(llvm::toString(e.takeError())
-                .find("model.safetensors.index.json: shard 'model-00002-of-00005.safetensors' "
+                .find("model.safetensors.index.json: shard "
+                      "'model-00002-of-00005.safetensors' "
                       "(holding 't1') is missing"),
             std::string::npos);
   // A shard with a wrong byte count (truncated by 4 bytes).
@@ -208,7 +219,8 @@ TEST(Safetensors, MissingModelFileIsNamed) {
   TempDir d;
   auto m = SafetensorsModel::open(d.dir());
   ASSERT_FALSE(bool(m));
-  EXPECT_NE(llvm::toString(m.takeError()).find(d.path("model.safetensors") + ": no such file"),
+  EXPECT_NE(llvm::toString(m.takeError())
+                .find(d.path("model.safetensors") + ": no such file"),
             std::string::npos);
 }
 

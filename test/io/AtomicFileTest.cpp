@@ -68,11 +68,10 @@ TEST(AtomicFile, NextWriteRemovesTheTemporariesOfDeadProcesses) {
     return llvm::Error::success();
   }));
   EXPECT_EQ(readBytes(path), "new");
-  EXPECT_EQ(tmp.list(),
-            (std::vector<std::string>{
-                "checkpoint.bin",
-                "checkpoint.bin.tmp." + std::to_string(::getppid()),
-                "other.bin.tmp." + std::to_string(child)}));
+  EXPECT_EQ(tmp.list(), (std::vector<std::string>{
+                            "checkpoint.bin",
+                            "checkpoint.bin.tmp." + std::to_string(::getppid()),
+                            "other.bin.tmp." + std::to_string(child)}));
 }
 
 } // namespace

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <sys/resource.h>
 
 using namespace strata;
@@ -138,16 +138,18 @@ TEST(Checkpoint, SaveRejectsDuplicateNames) {
   c.tensors.push_back({"w", HostTensor::scalar(1)});
   c.tensors.push_back({"w", HostTensor::scalar(2)});
   std::string path = tmp.path("run.ckpt");
-  EXPECT_EQ(message(saveCheckpoint(path, c)),
-            path + ": error: cannot save the checkpoint: duplicate tensor name 'w'");
+  EXPECT_EQ(
+      message(saveCheckpoint(path, c)),
+      path + ": error: cannot save the checkpoint: duplicate tensor name 'w'");
   EXPECT_TRUE(tmp.list().empty());
 }
 
 TEST(Checkpoint, MissingFile) {
   TempDir tmp;
   std::string path = tmp.path("none.ckpt");
-  EXPECT_EQ(loadError(path),
-            path + ": error: cannot open the checkpoint: No such file or directory");
+  EXPECT_EQ(
+      loadError(path),
+      path + ": error: cannot open the checkpoint: No such file or directory");
 }
 
 TEST(Checkpoint, NotACheckpoint) {
@@ -173,8 +175,7 @@ TEST(Checkpoint, NewerVersion) {
                                  "build reads (up to 1); use a newer strata");
   bytes[8] = 0;
   writeBytes(path, bytes);
-  EXPECT_EQ(loadError(path),
-            path + ": error: invalid format version 0");
+  EXPECT_EQ(loadError(path), path + ": error: invalid format version 0");
 }
 
 TEST(Checkpoint, Truncated) {
@@ -198,8 +199,8 @@ TEST(Checkpoint, Truncated) {
   EXPECT_NE(loadError(path).find("truncated: the file ends inside its"),
             std::string::npos);
   writeBytes(path, bytes + "x");
-  EXPECT_EQ(loadError(path), path + ": error: " +
-                                 "1 unexpected bytes after the tensor data");
+  EXPECT_EQ(loadError(path),
+            path + ": error: " + "1 unexpected bytes after the tensor data");
 }
 
 TEST(Checkpoint, CorruptHeader) {
@@ -209,8 +210,8 @@ TEST(Checkpoint, CorruptHeader) {
   std::string bytes = readBytes(path);
   bytes[40] ^= 1;
   writeBytes(path, bytes);
-  EXPECT_EQ(loadError(path), path + ": error: " +
-                                 "the header is corrupt (CRC-32 mismatch)");
+  EXPECT_EQ(loadError(path),
+            path + ": error: " + "the header is corrupt (CRC-32 mismatch)");
 }
 
 TEST(Checkpoint, MalformedHeader) {
@@ -220,8 +221,8 @@ TEST(Checkpoint, MalformedHeader) {
   EXPECT_NE(loadError(path).find(": error: malformed JSON header: "),
             std::string::npos);
   writeBytes(path, craft("[]"));
-  EXPECT_EQ(loadError(path), path + ": error: " +
-                                 "malformed header: expected a JSON object");
+  EXPECT_EQ(loadError(path),
+            path + ": error: " + "malformed header: expected a JSON object");
   writeBytes(path, craft("{\"meta\": {}, \"tensors\": []}"));
   EXPECT_NE(loadError(path).find("needs object \"meta\", integer "
                                  "\"data_bytes\" and array \"tensors\""),
@@ -334,8 +335,8 @@ TEST(Checkpoint, LoadRefusesNonFiniteTensors) {
   std::string data(64, '\0');
   float values[2] = {1.5f, std::numeric_limits<float>::quiet_NaN()};
   std::memcpy(&data[0], values, sizeof values);
-  uint32_t crc = llvm::crc32(llvm::arrayRefFromStringRef(
-      llvm::StringRef(data.data(), sizeof values)));
+  uint32_t crc = llvm::crc32(
+      llvm::arrayRefFromStringRef(llvm::StringRef(data.data(), sizeof values)));
   std::string header =
       R"({"meta":{},"data_bytes":64,"tensors":[{"name":"h.0.w","dtype":"f32",)"
       R"("shape":[2],"offset":0,"crc32":)" +
@@ -386,7 +387,8 @@ TEST(Checkpoint, FailedSaveKeepsTheOldCheckpoint) {
   std::string nowhere = tmp.path("no/run.ckpt");
   EXPECT_EQ(message(saveCheckpoint(nowhere, old)),
             nowhere + ": error: cannot write: the directory '" +
-                tmp.path("no") + "' does not exist (create it first: mkdir -p " +
+                tmp.path("no") +
+                "' does not exist (create it first: mkdir -p " +
                 tmp.path("no") + ")");
 }
 

@@ -15,8 +15,8 @@ namespace {
 struct BadInput {
   const char *name;
   const char *text;
-  const char *where;    // "line:col"
-  const char *message;  // a fragment of the message
+  const char *where;   // "line:col"
+  const char *message; // a fragment of the message
 };
 
 const BadInput kBadInputs[] = {
@@ -35,15 +35,16 @@ const BadInput kBadInputs[] = {
      "  %z = neg(%x) : f32[2]\n  return %y\n}\n",
      "2:16", "%y = add: use of undefined value %z"},
     {"RedefinedValue",
-     "graph @g(%x: f32[2]) {\n  %x = neg(%x) : f32[2]\n  return %x\n}\n",
-     "2:3", "%x = neg: redefinition of %x (first defined at 1:10)"},
+     "graph @g(%x: f32[2]) {\n  %x = neg(%x) : f32[2]\n  return %x\n}\n", "2:3",
+     "%x = neg: redefinition of %x (first defined at 1:10)"},
     {"DuplicateInput", "graph @g(%x: f32[2], %x: f32[3]) {\n  return\n}\n",
      "1:22", "input %x: redefinition of %x"},
     {"ResultTypeMismatch",
      "graph @g(%x: f32[2,3], %w: f32[3,4]) {\n"
      "  %y = matmul(%x, %w) : f32[2,3]\n  return %y\n}\n",
-     "2:25", "%y = matmul: result type f32[2,3] does not match the inferred "
-             "type f32[2,4]"},
+     "2:25",
+     "%y = matmul: result type f32[2,3] does not match the inferred "
+     "type f32[2,4]"},
     {"UnknownDType", "graph @g(%x: f33[2]) {\n  return %x\n}\n", "1:14",
      "input %x: unknown dtype 'f33'"},
     {"NonPositiveDim", "graph @g(%x: f32[2,0]) {\n  return %x\n}\n", "1:20",
@@ -76,14 +77,17 @@ const BadInput kBadInputs[] = {
      "graph @g(%x: f32[2]) {\n  %y = send(%x) {peer=1} : f32[2]\n  return\n}\n",
      "2:8", "%y = send: send has 0 result(s), got 1 name(s)"},
     {"BadAttributeValue",
-     "graph @g(%x: f32[2]) {\n  %y = scale(%x) {value=} : f32[2]\n  return %y\n}\n",
+     "graph @g(%x: f32[2]) {\n  %y = scale(%x) {value=} : f32[2]\n  return "
+     "%y\n}\n",
      "2:25", "expected an attribute value (got '}')"},
     {"AttributeOfWrongKind",
      "graph @g(%x: f32[2,2]) {\n"
      "  %y = matmul(%x, %x) {transpose_a=\"yes\"} : f32[2,2]\n  return %y\n}\n",
-     "2:23", "%y = matmul: attribute 'transpose_a' must be a bool (got \"yes\")"},
+     "2:23",
+     "%y = matmul: attribute 'transpose_a' must be a bool (got \"yes\")"},
     {"DuplicateAttribute",
-     "graph @g(%x: f32[2]) {\n  %y = scale(%x) {value=1.0, value=2.0} : f32[2]\n"
+     "graph @g(%x: f32[2]) {\n  %y = scale(%x) {value=1.0, value=2.0} : "
+     "f32[2]\n"
      "  return %y\n}\n",
      "2:30", "duplicate attribute 'value'"},
     {"UnterminatedString",
@@ -95,7 +99,8 @@ const BadInput kBadInputs[] = {
      "  return %y\n}\n",
      "2:27", "unknown escape '\\a' in string"},
     {"IntegerOutOfRange",
-     "graph @g(%x: f32[2]) {\n  send(%x) {peer=99999999999999999999}\n  return\n}\n",
+     "graph @g(%x: f32[2]) {\n  send(%x) {peer=99999999999999999999}\n  "
+     "return\n}\n",
      "2:18", "integer 99999999999999999999 is out of range"},
     {"DuplicateMeshAxis", "graph @g mesh<dp=2,dp=4>() {\n  return\n}\n", "1:20",
      "mesh axis 'dp' appears twice"},
@@ -109,8 +114,8 @@ const BadInput kBadInputs[] = {
      "expected '}' (got end of file)"},
     {"TextAfterGraph", "graph @g() {\n  return\n}\ngraph @h() {\n", "4:1",
      "expected end of file (got 'graph')"},
-    {"StrayCharacter", "graph @g(%x: f32[2]) {\n  %y = neg(%x) ; f32[2]\n", "2:16",
-     "unexpected character ';'"},
+    {"StrayCharacter", "graph @g(%x: f32[2]) {\n  %y = neg(%x) ; f32[2]\n",
+     "2:16", "unexpected character ';'"},
 };
 
 class ParserErrors : public testing::TestWithParam<BadInput> {};
@@ -142,11 +147,12 @@ TEST(Parser, CommentLinesAreSkippedAndTrailingCommentsAreScopes) {
 }
 
 TEST(Parser, ReadsEveryAttributeKind) {
-  auto g = parseGraph(
-      "graph @g() {\n"
-      "  %y = fill() {b=true, e=[], f=-2.5e-3, i=-7, l=[1, -2], "
-      "s=\"a\\\"b\\\\c\\n\", shape=[2], sl=[\"x\", \"y\"], value=inf} : f32[2]\n"
-      "  return %y\n}\n");
+  auto g =
+      parseGraph("graph @g() {\n"
+                 "  %y = fill() {b=true, e=[], f=-2.5e-3, i=-7, l=[1, -2], "
+                 "s=\"a\\\"b\\\\c\\n\", shape=[2], sl=[\"x\", \"y\"], "
+                 "value=inf} : f32[2]\n"
+                 "  return %y\n}\n");
   ASSERT_TRUE(bool(g)) << toString(g.takeError());
   const Attrs &a = g->node(0).attrs;
   EXPECT_TRUE(a.getBool("b"));
@@ -170,7 +176,8 @@ TEST(Parser, InputAttributesAndShardings) {
   EXPECT_EQ(w.attrs.getString("init"), "normal");
   EXPECT_EQ(w.attrs.getFloat("std"), 0.02);
   ASSERT_TRUE(w.sharding.has_value());
-  EXPECT_EQ(w.sharding->dims[0], (llvm::SmallVector<std::string, 1>{"tp", "dp"}));
+  EXPECT_EQ(w.sharding->dims[0],
+            (llvm::SmallVector<std::string, 1>{"tp", "dp"}));
   EXPECT_TRUE(w.sharding->dims[1].empty());
   EXPECT_EQ(w.sharding->partial, (llvm::SmallVector<std::string, 1>{"pp"}));
   EXPECT_EQ(g->mesh->numDevices(), 8);

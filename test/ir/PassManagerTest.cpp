@@ -1,4 +1,5 @@
-//===- PassManagerTest.cpp - Pipelines, verification between passes, dumps -===//
+//===- PassManagerTest.cpp - Pipelines, verification between passes, dumps
+//-===//
 #include "passes/PassManager.h"
 
 #include "ir/IRText.h"
@@ -13,7 +14,9 @@ using namespace strata;
 
 namespace {
 
-std::string errorOf(llvm::Error e) { return e ? toString(std::move(e)) : "no error"; }
+std::string errorOf(llvm::Error e) {
+  return e ? toString(std::move(e)) : "no error";
+}
 
 template <typename T> std::string errorOf(llvm::Expected<T> v) {
   return v ? "no error" : toString(v.takeError());
@@ -67,14 +70,15 @@ TEST(PassOptions, UnknownOptionIsNamed) {
 
 TEST(Registry, HoldsDceSortedByName) {
   registerAllPasses();
-  registerAllPasses();  // idempotent
+  registerAllPasses(); // idempotent
   const PassInfo *dce = lookupPass("dce");
   ASSERT_NE(dce, nullptr);
   EXPECT_EQ(dce->name, "dce");
   EXPECT_EQ(lookupPass("no-such-pass"), nullptr);
   auto all = registeredPasses();
-  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(),
-                             [](auto *a, auto *b) { return a->name < b->name; }));
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end(), [](auto *a, auto *b) {
+    return a->name < b->name;
+  }));
 }
 
 // A pass that records its name and, if asked, breaks or fails.
@@ -88,7 +92,8 @@ public:
     log_.push_back(name_);
     if (mode_ == Fail)
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "boom");
-    if (mode_ == BreakTypes) g.value(g.node(0).results[0]).type.shape = {3};
+    if (mode_ == BreakTypes)
+      g.value(g.node(0).results[0]).type.shape = {3};
     return mode_ == BreakTypes;
   }
 
@@ -101,7 +106,8 @@ private:
 Graph smallGraph() {
   auto g = parseGraph("graph @g(%x: f32[2]) {\n  %y = neg(%x) : f32[2]  # s\n"
                       "  return %y\n}\n");
-  if (!g) ADD_FAILURE() << toString(g.takeError());
+  if (!g)
+    ADD_FAILURE() << toString(g.takeError());
   return std::move(*g);
 }
 
@@ -148,8 +154,9 @@ TEST(PassManager, VerifiesTheInputFirst) {
   pm.addPass(std::make_unique<TestPass>("p", log));
   Graph g = smallGraph();
   g.addOutput(99);
-  EXPECT_EQ(errorOf(pm.run(g)), "verifier failed on the input graph: output 1 "
-                                "is not an input or a node result of the graph");
+  EXPECT_EQ(errorOf(pm.run(g)),
+            "verifier failed on the input graph: output 1 "
+            "is not an input or a node result of the graph");
   EXPECT_TRUE(log.empty());
 }
 

@@ -50,14 +50,17 @@ TEST_P(CorpusRoundTrip, PrintsBackToTheSameText) {
   EXPECT_FALSE(bool(e)) << toString(std::move(e));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Corpus, CorpusRoundTrip, testing::ValuesIn(corpusFiles()),
-    [](const testing::TestParamInfo<std::string> &info) {
-      std::string name = llvm::sys::path::stem(info.param).str();
-      std::replace_if(name.begin(), name.end(),
-                      [](char c) { return !std::isalnum(uint8_t(c)); }, '_');
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Corpus, CorpusRoundTrip,
+                         testing::ValuesIn(corpusFiles()),
+                         [](const testing::TestParamInfo<std::string> &info) {
+                           std::string name =
+                               llvm::sys::path::stem(info.param).str();
+                           std::replace_if(
+                               name.begin(), name.end(),
+                               [](char c) { return !std::isalnum(uint8_t(c)); },
+                               '_');
+                           return name;
+                         });
 
 TEST(Corpus, IsLargeEnough) { EXPECT_GE(corpusFiles().size(), 12u); }
 
@@ -66,11 +69,12 @@ TEST(Corpus, UsesEveryOp) {
   for (const std::string &path : corpusFiles()) {
     auto g = parseGraphFile(path);
     ASSERT_TRUE(bool(g)) << toString(g.takeError());
-    for (const Node &n : g->nodes()) used.insert(n.op);
+    for (const Node &n : g->nodes())
+      used.insert(n.op);
   }
   for (int i = 0; i < kNumOps; ++i)
-    EXPECT_TRUE(used.count(OpKind(i))) << "no corpus graph uses op '"
-                                       << opName(OpKind(i)).str() << "'";
+    EXPECT_TRUE(used.count(OpKind(i)))
+        << "no corpus graph uses op '" << opName(OpKind(i)).str() << "'";
 }
 
 // Graphs built in C++ (fresh names, scopes, shardings) survive the round trip.

@@ -1,4 +1,5 @@
-//===- ShapeInferenceTest.cpp - Shape errors reach the user ----------------===//
+//===- ShapeInferenceTest.cpp - Shape errors reach the user
+//----------------===//
 //
 // The parser runs shape inference on every node; an op whose operands or
 // attributes break its rules is reported at the op, with the op's reason.
@@ -14,14 +15,15 @@ namespace {
 
 struct BadNode {
   const char *name;
-  const char *header;  // `graph @g` + this + ` {`
-  const char *node;    // written after `  %y = `
+  const char *header; // `graph @g` + this + ` {`
+  const char *node;   // written after `  %y = `
   const char *message;
 };
 
 const BadNode kBadNodes[] = {
     {"MatMulContraction", "(%a: f32[2,3], %b: f32[4,5])",
-     "matmul(%a, %b) : f32[2,5]", "contraction dims differ: f32[2,3] and f32[4,5]"},
+     "matmul(%a, %b) : f32[2,5]",
+     "contraction dims differ: f32[2,3] and f32[4,5]"},
     {"MatMulBatch", "(%a: f32[2,3,4], %b: f32[3,4,5])",
      "matmul(%a, %b) : f32[2,3,5]", "batch dims differ"},
     {"BinaryDTypes", "(%a: f32[2], %b: bf16[2])", "add(%a, %b) : f32[2]",
@@ -36,7 +38,8 @@ const BadNode kBadNodes[] = {
      "'perm' is not a permutation"},
     {"BroadcastShape", "(%a: f32[3])", "broadcast(%a) {shape=[2,4]} : f32[2,4]",
      "cannot broadcast [3] to [2,4]"},
-    {"SliceBounds", "(%a: f32[8])", "slice(%a) {dim=0, size=4, start=6} : f32[4]",
+    {"SliceBounds", "(%a: f32[8])",
+     "slice(%a) {dim=0, size=4, start=6} : f32[4]",
      "slice [6, 10) out of bounds of dim size 8"},
     {"ConcatShapes", "(%a: f32[2,3], %b: f32[4,4])",
      "concat(%a, %b) {dim=0} : f32[6,3]",
@@ -78,8 +81,8 @@ class ShapeInferenceErrors : public testing::TestWithParam<BadNode> {};
 
 TEST_P(ShapeInferenceErrors, AreReportedAtTheOp) {
   const BadNode &c = GetParam();
-  std::string text = std::string("graph @g") + c.header + " {\n  %y = " +
-                     c.node + "\n  return %y\n}\n";
+  std::string text = std::string("graph @g") + c.header +
+                     " {\n  %y = " + c.node + "\n  return %y\n}\n";
   auto g = parseGraph(text, "shape.ir");
   ASSERT_FALSE(bool(g)) << text;
   std::string msg = toString(g.takeError());
@@ -89,7 +92,8 @@ TEST_P(ShapeInferenceErrors, AreReportedAtTheOp) {
   EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
 }
 
-INSTANTIATE_TEST_SUITE_P(Ops, ShapeInferenceErrors, testing::ValuesIn(kBadNodes),
+INSTANTIATE_TEST_SUITE_P(Ops, ShapeInferenceErrors,
+                         testing::ValuesIn(kBadNodes),
                          [](const testing::TestParamInfo<BadNode> &info) {
                            return std::string(info.param.name);
                          });

@@ -1,4 +1,5 @@
-//===- VerifierTest.cpp - The verifier catches broken graphs ---------------===//
+//===- VerifierTest.cpp - The verifier catches broken graphs
+//---------------===//
 //
 // Graphs built through the Graph API (which does not check) with one broken
 // invariant each; the message must name the node (or input) and say what.
@@ -103,7 +104,8 @@ TEST(Verifier, ShardingUnknownAxis) {
   Sharding s = Sharding::replicated(2);
   s.partial = {"pp"};
   g.value(g.node(n).results[0]).sharding = s;
-  EXPECT_EQ(verifyError(g), "%y = neg (act): result %y: unknown mesh axis 'pp'");
+  EXPECT_EQ(verifyError(g),
+            "%y = neg (act): result %y: unknown mesh axis 'pp'");
 }
 
 TEST(Verifier, ShardingAxisUsedTwice) {
@@ -138,7 +140,7 @@ TEST(Verifier, ShardingWithoutMesh) {
 TEST(Verifier, DuplicateNames) {
   Graph g = base();
   int32_t n = g.addNode(OpKind::Neg, {0}, {kF32x4x6}, {}, "", {"y"});
-  g.value(g.node(n).results[0]).name = "x";  // bypasses Graph's name map
+  g.value(g.node(n).results[0]).name = "x"; // bypasses Graph's name map
   EXPECT_EQ(verifyError(g), "%x = neg: value name %x is defined twice");
 }
 

@@ -1,4 +1,5 @@
-//===- AdamWTest.cpp - AdamW vs a hand-computed two-step reference ---------===//
+//===- AdamWTest.cpp - AdamW vs a hand-computed two-step reference
+//---------===//
 #include "runtime/kernels/AdamW.h"
 
 #include "TestUtil.h"
@@ -25,7 +26,8 @@ constexpr double kP2 = 0.87146729870584616260;
 
 TEST(AdamW, TwoStepsMatchHandComputed) {
   AdamWConfig cfg;
-  cfg.lr = 0.1, cfg.beta1 = 0.9, cfg.beta2 = 0.999, cfg.eps = 1e-8, cfg.weightDecay = 0.01;
+  cfg.lr = 0.1, cfg.beta1 = 0.9, cfg.beta2 = 0.999, cfg.eps = 1e-8,
+  cfg.weightDecay = 0.01;
   std::vector<double> p = {1.0}, m = {0.0}, v = {0.0};
   std::vector<double> g1 = {0.5}, g2 = {-0.25};
   adamwStep(p.data(), g1.data(), m.data(), v.data(), 1, 1, cfg);

@@ -20,27 +20,41 @@ constexpr std::array<UnaryOp, kNumUnaryOps> kAllUnary = {
 double unaryRef(UnaryOp op, double x) {
   const double pi = 3.14159265358979323846;
   switch (op) {
-  case UnaryOp::Neg: return -x;
-  case UnaryOp::Exp: return std::exp(x);
-  case UnaryOp::Log: return std::log(x);
-  case UnaryOp::Sqrt: return std::sqrt(x);
-  case UnaryOp::Rsqrt: return std::pow(x, -0.5);
-  case UnaryOp::Tanh: return std::tanh(x);
-  case UnaryOp::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-  case UnaryOp::Relu: return std::max(x, 0.0);
+  case UnaryOp::Neg:
+    return -x;
+  case UnaryOp::Exp:
+    return std::exp(x);
+  case UnaryOp::Log:
+    return std::log(x);
+  case UnaryOp::Sqrt:
+    return std::sqrt(x);
+  case UnaryOp::Rsqrt:
+    return std::pow(x, -0.5);
+  case UnaryOp::Tanh:
+    return std::tanh(x);
+  case UnaryOp::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case UnaryOp::Relu:
+    return std::max(x, 0.0);
   case UnaryOp::GeluTanh:
-    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x)));
-  case UnaryOp::GeluErf: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
-  case UnaryOp::Silu: return x / (1.0 + std::exp(-x));
-  case UnaryOp::Square: return x * x;
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / pi) * (x + 0.044715 * x * x * x)));
+  case UnaryOp::GeluErf:
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case UnaryOp::Silu:
+    return x / (1.0 + std::exp(-x));
+  case UnaryOp::Square:
+    return x * x;
   }
   return NAN;
 }
 
 /// Inputs inside each op's domain, away from relu's kink at 0.
 std::vector<double> inputsFor(UnaryOp op, Rng &rng, size_t n) {
-  bool positive = op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
-  std::vector<double> x = positive ? rng.uniform(n, 0.2, 4.0) : rng.uniform(n, -4.0, 4.0);
+  bool positive =
+      op == UnaryOp::Log || op == UnaryOp::Sqrt || op == UnaryOp::Rsqrt;
+  std::vector<double> x =
+      positive ? rng.uniform(n, 0.2, 4.0) : rng.uniform(n, -4.0, 4.0);
   for (double &v : x)
     if (std::abs(v) < 1e-3)
       v = 0.5;
@@ -55,21 +69,24 @@ TEST(Unary, ForwardMatchesFormula) {
       ref[i] = unaryRef(op, x[i]);
     std::vector<double> y(x.size());
     unaryFwd(op, x.data(), y.data(), int64_t(x.size()));
-    EXPECT_TRUE(allClose(std::string(unaryOpName(op)) + " f64", y, ref, 1e-14, 1e-13));
+    EXPECT_TRUE(
+        allClose(std::string(unaryOpName(op)) + " f64", y, ref, 1e-14, 1e-13));
     // float: inputs rounded to float, so compare with the formula at those
     // inputs; float math is good to a few ulps (~1e-7 relative).
     std::vector<float> xf = cast<float>(x), yf(x.size());
     for (size_t i = 0; i < x.size(); ++i)
       ref[i] = unaryRef(op, xf[i]);
     unaryFwd(op, xf.data(), yf.data(), int64_t(x.size()));
-    EXPECT_TRUE(allClose(std::string(unaryOpName(op)) + " f32", yf, ref, 1e-6, 1e-6));
+    EXPECT_TRUE(
+        allClose(std::string(unaryOpName(op)) + " f32", yf, ref, 1e-6, 1e-6));
   }
 }
 
 TEST(Unary, SigmoidAndSiluStableForLargeInputs) {
   std::vector<double> x = {-800.0, -50.0, 50.0, 800.0}, y(4);
   unaryFwd(UnaryOp::Sigmoid, x.data(), y.data(), 4);
-  EXPECT_TRUE(allClose("sigmoid", y, {0.0, std::exp(-50.0), 1.0, 1.0}, 1e-300, 1e-12));
+  EXPECT_TRUE(
+      allClose("sigmoid", y, {0.0, std::exp(-50.0), 1.0, 1.0}, 1e-300, 1e-12));
   unaryFwd(UnaryOp::Silu, x.data(), y.data(), 4);
   for (double v : y)
     EXPECT_TRUE(std::isfinite(v));
@@ -117,12 +134,18 @@ TEST(Unary, Scale) {
 
 double binaryRef(BinaryOp op, double a, double b) {
   switch (op) {
-  case BinaryOp::Add: return a + b;
-  case BinaryOp::Sub: return a - b;
-  case BinaryOp::Mul: return a * b;
-  case BinaryOp::Div: return a / b;
-  case BinaryOp::Max: return std::max(a, b);
-  case BinaryOp::Min: return std::min(a, b);
+  case BinaryOp::Add:
+    return a + b;
+  case BinaryOp::Sub:
+    return a - b;
+  case BinaryOp::Mul:
+    return a * b;
+  case BinaryOp::Div:
+    return a / b;
+  case BinaryOp::Max:
+    return std::max(a, b);
+  case BinaryOp::Min:
+    return std::min(a, b);
   }
   return NAN;
 }
@@ -130,8 +153,10 @@ double binaryRef(BinaryOp op, double a, double b) {
 /// Naive numpy broadcasting: for each output multi-index, read each input at
 /// the index clamped to 0 on its size-1 (or missing leading) dims.
 std::vector<double> broadcastRef(BinaryOp op, const std::vector<double> &a,
-                                 std::vector<int64_t> as, const std::vector<double> &b,
-                                 std::vector<int64_t> bs, std::vector<int64_t> os) {
+                                 std::vector<int64_t> as,
+                                 const std::vector<double> &b,
+                                 std::vector<int64_t> bs,
+                                 std::vector<int64_t> os) {
   auto read = [&](const std::vector<double> &v, const std::vector<int64_t> &s,
                   const std::vector<int64_t> &idx) {
     int64_t off = 0;
@@ -162,15 +187,17 @@ struct BroadcastCase {
 
 TEST(Binary, BroadcastingMatchesNaive) {
   const std::vector<BroadcastCase> cases = {
-      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},       // same shape
-      {{2, 3, 4}, {4}, {2, 3, 4}},             // trailing vector
-      {{4}, {2, 3, 4}, {2, 3, 4}},             // trailing vector on the left
-      {{2, 1, 4}, {3, 1}, {2, 3, 4}},          // both broadcast
-      {{}, {2, 3}, {2, 3}},                    // scalar
-      {{2, 3}, {1}, {2, 3}},                   // size-1 vector
+      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}, // same shape
+      {{2, 3, 4}, {4}, {2, 3, 4}},       // trailing vector
+      {{4}, {2, 3, 4}, {2, 3, 4}},       // trailing vector on the left
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}},    // both broadcast
+      {{}, {2, 3}, {2, 3}},              // scalar
+      {{2, 3}, {1}, {2, 3}},             // size-1 vector
       {{3, 1, 2, 1, 2}, {1, 2, 1, 3, 2}, {3, 2, 2, 3, 2}}, // rank 5, mixed
-      {{2, 5, 3}, {2, 1, 3}, {2, 5, 3}},       // middle broadcast
-      {{1, 1, 1, 1, 1, 1, 1, 3}, {2, 1, 1, 1, 1, 1, 2, 1}, {2, 1, 1, 1, 1, 1, 2, 3}}, // rank 8
+      {{2, 5, 3}, {2, 1, 3}, {2, 5, 3}},                   // middle broadcast
+      {{1, 1, 1, 1, 1, 1, 1, 3},
+       {2, 1, 1, 1, 1, 1, 2, 1},
+       {2, 1, 1, 1, 1, 1, 2, 3}}, // rank 8
   };
   Rng rng;
   for (const BroadcastCase &c : cases)
@@ -189,7 +216,8 @@ TEST(Binary, BroadcastingMatchesNaive) {
       binaryFwd(op, a.data(), c.a, b.data(), c.b, out.data(), c.out);
       EXPECT_TRUE(allClose(binaryOpName(op), out, ref, 0, 0, c.out))
           << "case " << (&c - cases.data());
-      std::vector<float> af = cast<float>(a), bf = cast<float>(b), outf(ref.size());
+      std::vector<float> af = cast<float>(a), bf = cast<float>(b),
+                         outf(ref.size());
       binaryFwd(op, af.data(), c.a, bf.data(), c.b, outf.data(), c.out);
       // float: inputs and result each rounded once (<= 6e-8 relative each).
       EXPECT_TRUE(allClose(binaryOpName(op), outf, ref, 1e-6, 3e-7, c.out));

@@ -1,4 +1,5 @@
-//===- EmbeddingTest.cpp - Vocab-parallel gather / scatter-add -------------===//
+//===- EmbeddingTest.cpp - Vocab-parallel gather / scatter-add
+//-------------===//
 #include "runtime/kernels/Embedding.h"
 
 #include "TestUtil.h"
@@ -8,7 +9,8 @@ using namespace strata::kernels::test;
 
 namespace {
 
-constexpr int64_t V = 6, H = 5, N = 9, kVocabStart = 4; // shard owns ids [4, 10)
+constexpr int64_t V = 6, H = 5, N = 9,
+                  kVocabStart = 4; // shard owns ids [4, 10)
 
 TEST(Embedding, ForwardMasksIdsOutsideShard) {
   Rng rng;
@@ -28,7 +30,8 @@ TEST(Embedding, ShardsSumToUnshardedLookup) {
   // Two vocab shards [0, 3) and [3, 6): summing their masked lookups (the
   // vocab-parallel all-reduce) gives the unsharded lookup.
   Rng rng;
-  std::vector<double> table = rng.normal(V * H), full(N * H), a(N * H), b(N * H);
+  std::vector<double> table = rng.normal(V * H), full(N * H), a(N * H),
+                      b(N * H);
   std::vector<int32_t> ids = rng.ints(N, 0, V - 1);
   embeddingFwd(table.data(), ids.data(), full.data(), N, V, H);
   embeddingFwd(table.data(), ids.data(), a.data(), N, 3, H, 0);
@@ -40,7 +43,8 @@ TEST(Embedding, ShardsSumToUnshardedLookup) {
 
 TEST(Embedding, BackwardFiniteDifferenceAndAccumulates) {
   Rng rng;
-  std::vector<double> table = rng.normal(V * H), r = rng.normal(N * H), out(N * H);
+  std::vector<double> table = rng.normal(V * H), r = rng.normal(N * H),
+                      out(N * H);
   std::vector<int32_t> ids = {4, 9, 3, 10, 4, 7, 7, -1, 4}; // repeats + masked
   // One extra sentinel row past the table: id 10 == vocabStart + V must not
   // write there.

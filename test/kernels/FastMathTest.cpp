@@ -1,4 +1,5 @@
-//===- FastMathTest.cpp - Vectorizable exp/tanh against libm in double -----===//
+//===- FastMathTest.cpp - Vectorizable exp/tanh against libm in double
+//-----===//
 #include "runtime/kernels/FastMath.h"
 
 #include <gtest/gtest.h>
@@ -18,8 +19,12 @@ double worstError(F fast, G exact, double lo, double hi, double absFloor,
   for (int i = 0; i <= 200000; ++i) {
     float x = float(lo + (hi - lo) * i / 200000.0);
     double want = exact(double(x));
-    double err = std::fabs(double(fast(x)) - want) / std::max(std::fabs(want), absFloor);
-    if (err > worst) { worst = err; at = x; }
+    double err =
+        std::fabs(double(fast(x)) - want) / std::max(std::fabs(want), absFloor);
+    if (err > worst) {
+      worst = err;
+      at = x;
+    }
   }
   return worst;
 }
@@ -30,15 +35,18 @@ constexpr double kTol = 0x1p-21;
 
 TEST(FastMath, ExpMatchesLibm) {
   double at = 0;
-  double w = worstError(fastExp, [](double x) { return std::exp(x); }, -87, 88, 0, at);
+  double w = worstError(
+      fastExp, [](double x) { return std::exp(x); }, -87, 88, 0, at);
   EXPECT_LT(w, kTol) << "at x = " << at;
-  EXPECT_EQ(fastExp(-1000.0f), fastExp(-87.33f));  // clamped, no NaN/denormal trap
+  EXPECT_EQ(fastExp(-1000.0f),
+            fastExp(-87.33f)); // clamped, no NaN/denormal trap
   EXPECT_TRUE(std::isfinite(fastExp(1000.0f)));
 }
 
 TEST(FastMath, TanhMatchesLibm) {
   double at = 0;
-  double w = worstError(fastTanh, [](double x) { return std::tanh(x); }, -12, 12, 1e-30, at);
+  double w = worstError(
+      fastTanh, [](double x) { return std::tanh(x); }, -12, 12, 1e-30, at);
   EXPECT_LT(w, kTol) << "at x = " << at;
   // Tiny arguments keep full relative precision (the odd polynomial branch).
   EXPECT_FLOAT_EQ(fastTanh(1e-6f), 1e-6f);

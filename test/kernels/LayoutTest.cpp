@@ -37,13 +37,17 @@ int64_t flatten(const Shape &idx, const Shape &s) {
 
 TEST(Layout, TransposeMatchesNaive) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{2, 3}, {1, 0}},          {{2, 3, 4}, {0, 2, 1}},
-      {{2, 3, 4}, {2, 0, 1}},    {{2, 3, 4, 5}, {0, 2, 1, 3}}, // [B,S,H,D] -> [B,H,S,D]
-      {{2, 1, 3, 2}, {3, 1, 0, 2}}, {{3, 4}, {0, 1}},
+      {{2, 3}, {1, 0}},
+      {{2, 3, 4}, {0, 2, 1}},
+      {{2, 3, 4}, {2, 0, 1}},
+      {{2, 3, 4, 5}, {0, 2, 1, 3}}, // [B,S,H,D] -> [B,H,S,D]
+      {{2, 1, 3, 2}, {3, 1, 0, 2}},
+      {{3, 4}, {0, 1}},
       {{2, 3, 4}, {-1, 0, 1}}};
   Rng rng;
   for (auto &[shape, perm] : cases) {
-    std::vector<double> x = rng.normal(numel(shape)), y(x.size()), ref(x.size());
+    std::vector<double> x = rng.normal(numel(shape)), y(x.size()),
+                        ref(x.size());
     Shape yShape(shape.size());
     for (size_t i = 0; i < perm.size(); ++i)
       yShape[i] = shape[perm[i] < 0 ? perm[i] + shape.size() : perm[i]];
@@ -59,8 +63,10 @@ TEST(Layout, TransposeMatchesNaive) {
 }
 
 TEST(Layout, BroadcastToMatchesNaive) {
-  const std::vector<std::pair<Shape, Shape>> cases = {
-      {{4}, {2, 3, 4}}, {{3, 1}, {2, 3, 4}}, {{}, {2, 2}}, {{1, 3, 1}, {2, 3, 5}}};
+  const std::vector<std::pair<Shape, Shape>> cases = {{{4}, {2, 3, 4}},
+                                                      {{3, 1}, {2, 3, 4}},
+                                                      {{}, {2, 2}},
+                                                      {{1, 3, 1}, {2, 3, 5}}};
   Rng rng;
   for (auto &[xs, ys] : cases) {
     std::vector<double> x = rng.normal(numel(xs)), y(numel(ys)), ref(y.size());
@@ -97,7 +103,8 @@ TEST(Layout, SliceAndConcatMatchNaive) {
       EXPECT_TRUE(allClose("slice", part, ref, 0, 0, ps)) << "dim " << dim;
       parts.push_back(part);
     }
-    std::vector<const double *> ptrs = {parts[0].data(), parts[1].data(), parts[2].data()};
+    std::vector<const double *> ptrs = {parts[0].data(), parts[1].data(),
+                                        parts[2].data()};
     std::vector<double> y(x.size());
     concat<double>(ptrs, sizes, xs, dim - 3 /* negative dim */, y.data());
     EXPECT_TRUE(allClose("concat", y, x, 0, 0, xs)) << "dim " << dim;
@@ -108,7 +115,8 @@ TEST(Layout, SliceBwdFiniteDifference) {
   Shape xs = {2, 5, 3};
   Rng rng;
   std::vector<double> x = rng.normal(numel(xs)), r = rng.normal(2 * 2 * 3);
-  std::vector<double> y(r.size()), dx(x.size(), 7.0 /* garbage: must be overwritten */);
+  std::vector<double> y(r.size()),
+      dx(x.size(), 7.0 /* garbage: must be overwritten */);
   sliceBwd(r.data(), xs, 1, 2, 2, dx.data());
   auto loss = [&] {
     slice(x.data(), xs, 1, 2, 2, y.data());
@@ -119,8 +127,8 @@ TEST(Layout, SliceBwdFiniteDifference) {
 
 // ---- reduce ---------------------------------------------------------------
 
-std::vector<double> reduceRef(ReduceOp op, const std::vector<double> &x, const Shape &xs,
-                              const Shape &axes) {
+std::vector<double> reduceRef(ReduceOp op, const std::vector<double> &x,
+                              const Shape &xs, const Shape &axes) {
   std::vector<bool> red(xs.size());
   for (int64_t a : axes)
     red[a < 0 ? a + xs.size() : a] = true;
@@ -146,10 +154,18 @@ std::vector<double> reduceRef(ReduceOp op, const std::vector<double> &x, const S
 
 TEST(Reduce, MatchesNaiveOverAxisSets) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{4, 5, 6}, {}},      {{4, 5, 6}, {0}},     {{4, 5, 6}, {1}},
-      {{4, 5, 6}, {2}},     {{4, 5, 6}, {-1}},    {{4, 5, 6}, {0, 1}}, // bias grad
-      {{4, 5, 6}, {0, 2}},  {{4, 5, 6}, {2, 0, 1}}, {{3, 4, 2, 5}, {1, 3}},
-      {{3, 1, 4, 1}, {1, 2}}, {{7}, {0}},         {{2, 300}, {0}}};
+      {{4, 5, 6}, {}},
+      {{4, 5, 6}, {0}},
+      {{4, 5, 6}, {1}},
+      {{4, 5, 6}, {2}},
+      {{4, 5, 6}, {-1}},
+      {{4, 5, 6}, {0, 1}}, // bias grad
+      {{4, 5, 6}, {0, 2}},
+      {{4, 5, 6}, {2, 0, 1}},
+      {{3, 4, 2, 5}, {1, 3}},
+      {{3, 1, 4, 1}, {1, 2}},
+      {{7}, {0}},
+      {{2, 300}, {0}}};
   Rng rng;
   for (size_t ci = 0; ci < cases.size(); ++ci)
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Mean}) {

@@ -1,4 +1,5 @@
-//===- MatMulTest.cpp - Batched GEMM vs a naive triple loop ----------------===//
+//===- MatMulTest.cpp - Batched GEMM vs a naive triple loop
+//----------------===//
 #include "runtime/kernels/MatMul.h"
 
 #include "runtime/kernels/Parallel.h"
@@ -13,8 +14,9 @@ using namespace strata::kernels::test;
 namespace {
 
 /// C[b] = alpha op(A[b]) op(B[b]) + beta C[b], straight from the definition.
-std::vector<double> gemmRef(const std::vector<double> &A, const std::vector<double> &B,
-                            std::vector<double> C, const GemmArgs &g) {
+std::vector<double> gemmRef(const std::vector<double> &A,
+                            const std::vector<double> &B, std::vector<double> C,
+                            const GemmArgs &g) {
   int64_t sA = g.strideA < 0 ? g.M * g.K : g.strideA;
   int64_t sB = g.strideB < 0 ? g.K * g.N : g.strideB;
   int64_t sC = g.strideC < 0 ? g.M * g.N : g.strideC;
@@ -23,8 +25,10 @@ std::vector<double> gemmRef(const std::vector<double> &A, const std::vector<doub
       for (int64_t j = 0; j < g.N; ++j) {
         double s = 0;
         for (int64_t k = 0; k < g.K; ++k) {
-          double a = g.transA ? A[b * sA + k * g.M + i] : A[b * sA + i * g.K + k];
-          double bb = g.transB ? B[b * sB + j * g.K + k] : B[b * sB + k * g.N + j];
+          double a =
+              g.transA ? A[b * sA + k * g.M + i] : A[b * sA + i * g.K + k];
+          double bb =
+              g.transB ? B[b * sB + j * g.K + k] : B[b * sB + k * g.N + j];
           s += a * bb;
         }
         double &c = C[b * sC + i * g.N + j];
@@ -49,7 +53,8 @@ void runCase(const GemmArgs &g, Rng &rng) {
                      " strideB=" + std::to_string(g.strideB) +
                      " beta=" + std::to_string(g.beta);
   EXPECT_TRUE(allClose(what + " f64", C, ref, 1e-12, 1e-12));
-  std::vector<float> Af = cast<float>(A), Bf = cast<float>(B), Cf = cast<float>(C0);
+  std::vector<float> Af = cast<float>(A), Bf = cast<float>(B),
+                     Cf = cast<float>(C0);
   matmul(Af.data(), Bf.data(), Cf.data(), g);
   // float: K <= 17 products of O(1) normals; rounding ~ K * 6e-8 * |terms|.
   EXPECT_TRUE(allClose(what + " f32", Cf, ref, 1e-5, 1e-5));
@@ -119,7 +124,8 @@ TEST(MatMul, TiledAcrossThreadsIsExactAndThreadCountFree) {
         // K = 200 products of unit normals: sums ~sqrt(200) = 14, and f32
         // accumulation adds ~K * 6e-8 relative of the partial sums at worst.
         EXPECT_TRUE(allClose("tiled gemm f32", c3, ref, 2e-4, 2e-4));
-        EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)), 0)
+        EXPECT_EQ(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)),
+                  0)
             << "transA=" << ta << " transB=" << tb << " shape " << shape;
       }
   setNumThreads(threads);

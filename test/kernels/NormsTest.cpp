@@ -11,7 +11,8 @@ namespace {
 constexpr int64_t N = 5, C = 7;
 constexpr double kEps = 1e-5;
 
-std::vector<double> layerNormRef(const std::vector<double> &x, const std::vector<double> &w,
+std::vector<double> layerNormRef(const std::vector<double> &x,
+                                 const std::vector<double> &w,
                                  const std::vector<double> *b) {
   std::vector<double> y(x.size());
   for (int64_t n = 0; n < N; ++n) {
@@ -21,12 +22,14 @@ std::vector<double> layerNormRef(const std::vector<double> &x, const std::vector
     for (int64_t c = 0; c < C; ++c)
       var += (x[n * C + c] - mean) * (x[n * C + c] - mean) / C; // biased
     for (int64_t c = 0; c < C; ++c)
-      y[n * C + c] = (x[n * C + c] - mean) / std::sqrt(var + kEps) * w[c] + (b ? (*b)[c] : 0);
+      y[n * C + c] = (x[n * C + c] - mean) / std::sqrt(var + kEps) * w[c] +
+                     (b ? (*b)[c] : 0);
   }
   return y;
 }
 
-std::vector<double> rmsNormRef(const std::vector<double> &x, const std::vector<double> &w) {
+std::vector<double> rmsNormRef(const std::vector<double> &x,
+                               const std::vector<double> &w) {
   std::vector<double> y(x.size());
   for (int64_t n = 0; n < N; ++n) {
     double ms = 0;
@@ -40,23 +43,31 @@ std::vector<double> rmsNormRef(const std::vector<double> &x, const std::vector<d
 
 TEST(LayerNorm, ForwardMatchesNaive) {
   Rng rng;
-  std::vector<double> x = rng.normal(N * C, 2.0), w = rng.normal(C), b = rng.normal(C);
+  std::vector<double> x = rng.normal(N * C, 2.0), w = rng.normal(C),
+                      b = rng.normal(C);
   for (bool bias : {true, false}) {
-    std::vector<double> ref = layerNormRef(x, w, bias ? &b : nullptr), y(x.size());
-    layerNormFwd(x.data(), w.data(), bias ? b.data() : nullptr, y.data(), N, C, kEps);
+    std::vector<double> ref = layerNormRef(x, w, bias ? &b : nullptr),
+                        y(x.size());
+    layerNormFwd(x.data(), w.data(), bias ? b.data() : nullptr, y.data(), N, C,
+                 kEps);
     EXPECT_TRUE(allClose("layerNorm f64", y, ref, 1e-13, 1e-13));
-    std::vector<float> xf = cast<float>(x), wf = cast<float>(w), bf = cast<float>(b), yf(x.size());
-    layerNormFwd(xf.data(), wf.data(), bias ? bf.data() : nullptr, yf.data(), N, C, kEps);
+    std::vector<float> xf = cast<float>(x), wf = cast<float>(w),
+                       bf = cast<float>(b), yf(x.size());
+    layerNormFwd(xf.data(), wf.data(), bias ? bf.data() : nullptr, yf.data(), N,
+                 C, kEps);
     EXPECT_TRUE(allClose("layerNorm f32", yf, ref, 2e-6, 2e-6));
   }
 }
 
 TEST(LayerNorm, BackwardFiniteDifference) {
   Rng rng;
-  std::vector<double> x = rng.normal(N * C, 2.0), w = rng.normal(C), b = rng.normal(C);
+  std::vector<double> x = rng.normal(N * C, 2.0), w = rng.normal(C),
+                      b = rng.normal(C);
   std::vector<double> r = rng.normal(N * C), y(N * C);
-  std::vector<double> dx(N * C), dw(C, 123.0), db(C, 123.0); // garbage: overwritten
-  layerNormBwd(r.data(), x.data(), w.data(), dx.data(), dw.data(), db.data(), N, C, kEps);
+  std::vector<double> dx(N * C), dw(C, 123.0),
+      db(C, 123.0); // garbage: overwritten
+  layerNormBwd(r.data(), x.data(), w.data(), dx.data(), dw.data(), db.data(), N,
+               C, kEps);
   auto loss = [&] {
     layerNormFwd(x.data(), w.data(), b.data(), y.data(), N, C, kEps);
     return dot(r, y);

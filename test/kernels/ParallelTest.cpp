@@ -1,4 +1,5 @@
-//===- ParallelTest.cpp - parallelFor coverage and thread-count invariance -===//
+//===- ParallelTest.cpp - parallelFor coverage and thread-count invariance
+//-===//
 #include "runtime/kernels/Kernels.h"
 
 #include "TestUtil.h"
@@ -29,7 +30,8 @@ TEST(Parallel, CoversRangeExactlyOnce) {
           hits[i]++;
       });
       for (int64_t i = 0; i < 1234; ++i)
-        ASSERT_EQ(hits[i].load(), i >= 5 ? 1 : 0) << "i " << i << " threads " << threads;
+        ASSERT_EQ(hits[i].load(), i >= 5 ? 1 : 0)
+            << "i " << i << " threads " << threads;
     }
   int calls = 0;
   parallelFor(3, 3, 1, [&](int64_t, int64_t) { ++calls; });
@@ -68,30 +70,36 @@ TEST(Parallel, ResultsIndependentOfThreadCount) {
   Rng rng;
   const int64_t N = 300, C = 130;
   auto randf = [&](int64_t n) { return cast<float>(rng.normal(n)); };
-  std::vector<float> x = randf(N * C), dy = randf(N * C), w = randf(C), b = randf(C);
+  std::vector<float> x = randf(N * C), dy = randf(N * C), w = randf(C),
+                     b = randf(C);
   std::vector<int32_t> labels = rng.ints(N, -1, C - 1);
   AttentionDims ad{2, 64, 4, 1, 16};
   int64_t qn = ad.B * ad.S * ad.Hq * ad.D, kn = ad.B * ad.S * ad.Hkv * ad.D;
-  std::vector<float> q = randf(qn), k = randf(kn), v = randf(kn), dout = randf(qn);
+  std::vector<float> q = randf(qn), k = randf(kn), v = randf(kn),
+                     dout = randf(qn);
   auto run = [&](int threads) {
     setNumThreads(threads);
     std::vector<std::vector<float>> outs;
     auto out = [&](size_t n) -> float * { return outs.emplace_back(n).data(); };
-    std::vector<int64_t> shape = {N, C}, axes = {0}, perm = {1, 0}, bShape = {C};
+    std::vector<int64_t> shape = {N, C}, axes = {0}, perm = {1, 0},
+                         bShape = {C};
     layerNormFwd(x.data(), w.data(), b.data(), out(N * C), N, C, 1e-5);
-    layerNormBwd(dy.data(), x.data(), w.data(), out(N * C), out(C), out(C), N, C, 1e-5);
+    layerNormBwd(dy.data(), x.data(), w.data(), out(N * C), out(C), out(C), N,
+                 C, 1e-5);
     rmsNormBwd(dy.data(), x.data(), w.data(), out(N * C), out(C), N, C, 1e-5);
     softmaxFwd(x.data(), out(N * C), N, C);
     out(1)[0] = crossEntropyFwd(x.data(), labels.data(), N, C);
     crossEntropyBwd(0.5f, x.data(), labels.data(), out(N * C), N, C);
     reduceSum(x.data(), shape, axes, out(C));
     transpose(x.data(), shape, perm, out(N * C));
-    binaryFwd(BinaryOp::Mul, x.data(), shape, w.data(), bShape, out(N * C), shape);
+    binaryFwd(BinaryOp::Mul, x.data(), shape, w.data(), bShape, out(N * C),
+              shape);
     unaryFwd(UnaryOp::GeluTanh, x.data(), out(N * C), N * C);
-    dropoutFwd(x.data(), out(N * C), shape, shape, std::vector<int64_t>{0, 0}, 0.2, 1, 2, 3);
+    dropoutFwd(x.data(), out(N * C), shape, shape, std::vector<int64_t>{0, 0},
+               0.2, 1, 2, 3);
     attentionFwd(q.data(), k.data(), v.data(), out(qn), ad, true, 0.35);
-    attentionBwd(dout.data(), q.data(), k.data(), v.data(), out(qn), out(kn), out(kn), ad,
-                 true, 0.35);
+    attentionBwd(dout.data(), q.data(), k.data(), v.data(), out(qn), out(kn),
+                 out(kn), ad, true, 0.35);
     return outs;
   };
   auto one = run(1), four = run(4);
@@ -114,7 +122,8 @@ TEST(Parallel, LongRowsSplitIntoSegments) {
   for (int64_t a = 0; a < 3; ++a)
     for (int64_t b = 0; b < 2; ++b)
       for (int64_t c = 0; c < L; c += 997)
-        ASSERT_EQ(y[(a * 2 + b) * L + c], x[a * L + c]) << a << " " << b << " " << c;
+        ASSERT_EQ(y[(a * 2 + b) * L + c], x[a * L + c])
+            << a << " " << b << " " << c;
   // Transpose [L, 3] -> [3, L]: long rows read with stride 3.
   std::vector<double> t(3 * L);
   std::vector<int64_t> ts = {L, 3}, perm = {1, 0};
@@ -123,15 +132,18 @@ TEST(Parallel, LongRowsSplitIntoSegments) {
     for (int64_t c = 0; c < L; c += 997)
       ASSERT_EQ(t[a * L + c], x[c * 3 + a]) << a << " " << c;
   // Dropout block [2, 20000] at offsets [1, 15000] of a [3, 40001] tensor.
-  std::vector<int64_t> global = {3, L}, local = {2, 20000}, offsets = {1, 15000};
+  std::vector<int64_t> global = {3, L}, local = {2, 20000},
+                       offsets = {1, 15000};
   std::vector<float> ones(3 * L, 1.0f), full(3 * L), block(2 * 20000, 1.0f);
   setNumThreads(1);
-  dropoutFwd(ones.data(), full.data(), global, global, std::vector<int64_t>{0, 0}, 0.5, 9, 8, 7);
+  dropoutFwd(ones.data(), full.data(), global, global,
+             std::vector<int64_t>{0, 0}, 0.5, 9, 8, 7);
   setNumThreads(4);
   dropoutFwd(block.data(), block.data(), local, global, offsets, 0.5, 9, 8, 7);
   for (int64_t a = 0; a < 2; ++a)
     for (int64_t c = 0; c < 20000; ++c)
-      ASSERT_EQ(block[a * 20000 + c], full[(a + 1) * L + 15000 + c]) << a << " " << c;
+      ASSERT_EQ(block[a * 20000 + c], full[(a + 1) * L + 15000 + c])
+          << a << " " << c;
 }
 
 } // namespace

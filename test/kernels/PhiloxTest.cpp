@@ -1,4 +1,5 @@
-//===- PhiloxTest.cpp - Philox4x32-10 KATs and sharded dropout masks -------===//
+//===- PhiloxTest.cpp - Philox4x32-10 KATs and sharded dropout masks
+//-------===//
 #include "runtime/kernels/Philox.h"
 
 #include "TestUtil.h"
@@ -35,7 +36,8 @@ using Shape = std::vector<int64_t>;
 TEST(Dropout, SliceOfMaskEqualsMaskOfSlice) {
   // A block of a [4, 6, 10] tensor at offsets [1, 2, 3], shape [2, 3, 5]
   // (e.g. one rank's shard of the batch, heads and hidden dims).
-  Shape global = {4, 6, 10}, local = {2, 3, 5}, offsets = {1, 2, 3}, zero = {0, 0, 0};
+  Shape global = {4, 6, 10}, local = {2, 3, 5}, offsets = {1, 2, 3},
+        zero = {0, 0, 0};
   const double p = 0.3;
   std::vector<double> ones(4 * 6 * 10, 1.0), full(ones.size());
   dropoutFwd(ones.data(), full.data(), global, global, zero, p, 7, 1, 11);
@@ -75,7 +77,8 @@ TEST(Dropout, MaskDependsOnSeedStreamStep) {
   dropoutFwd(x.data(), base.data(), s, s, zero, 0.5, 1, 2, 3);
   dropoutFwd(x.data(), other.data(), s, s, zero, 0.5, 1, 2, 3);
   EXPECT_EQ(base, other); // deterministic
-  for (auto [seed, stream, step] : {std::tuple{9u, 2u, 3ull}, {1u, 9u, 3ull}, {1u, 2u, 9ull}}) {
+  for (auto [seed, stream, step] :
+       {std::tuple{9u, 2u, 3ull}, {1u, 9u, 3ull}, {1u, 2u, 9ull}}) {
     dropoutFwd(x.data(), other.data(), s, s, zero, 0.5, seed, stream, step);
     EXPECT_NE(base, other) << seed << " " << stream << " " << step;
   }
@@ -93,7 +96,8 @@ TEST(Dropout, EdgeProbabilities) {
 TEST(Dropout, BackwardUsesSameMask) {
   Shape global = {3, 8}, local = {3, 4}, offsets = {0, 4};
   Rng rng;
-  std::vector<double> x = rng.normal(12), r = rng.normal(12), y(12), dx(12), mask(12);
+  std::vector<double> x = rng.normal(12), r = rng.normal(12), y(12), dx(12),
+                      mask(12);
   const double p = 0.4;
   std::vector<double> ones(12, 1.0);
   dropoutFwd(ones.data(), mask.data(), local, global, offsets, p, 3, 4, 5);

@@ -1,4 +1,5 @@
-//===- RopeTest.cpp - Rotary embedding vs the direct formula and FD --------===//
+//===- RopeTest.cpp - Rotary embedding vs the direct formula and FD
+//--------===//
 #include "runtime/kernels/Rope.h"
 
 #include "TestUtil.h"
@@ -34,7 +35,8 @@ TEST(Rope, ForwardMatchesFormula) {
   for (int64_t off : {0, 37}) {
     std::vector<double> ref = ropeRef(x, off), y(x.size());
     ropeFwd(x.data(), y.data(), B, S, H, D, kTheta, off);
-    EXPECT_TRUE(allClose("rope f64 offset " + std::to_string(off), y, ref, 1e-13, 1e-13, shape));
+    EXPECT_TRUE(allClose("rope f64 offset " + std::to_string(off), y, ref,
+                         1e-13, 1e-13, shape));
     std::vector<float> xf = cast<float>(x), yf(x.size());
     ropeFwd(xf.data(), yf.data(), B, S, H, D, kTheta, off);
     EXPECT_TRUE(allClose("rope f32", yf, ref, 1e-6, 1e-6, shape));
@@ -74,7 +76,6 @@ TEST(Rope, BackwardFiniteDifferenceAndInverse) {
   EXPECT_TRUE(allClose("rope inverse", back, x, 1e-14, 1e-13, shape));
 }
 
-
 // Llama-3.1 scaling, transformers' _compute_llama3_parameters written out
 // here from its published definition: wavelength w = 2 pi / f; w <
 // L / high keeps f, w > L / low gives f / factor, otherwise the blend
@@ -106,7 +107,8 @@ TEST(Rope, Llama3FrequenciesMatchTheFormula) {
     EXPECT_LT(got[i], plain[i]);
     EXPECT_GT(got[i], plain[i] / 8);
   }
-  for (int i = 3; i < kD16 / 2; ++i) EXPECT_DOUBLE_EQ(got[i], plain[i] / 8);
+  for (int i = 3; i < kD16 / 2; ++i)
+    EXPECT_DOUBLE_EQ(got[i], plain[i] / 8);
 }
 
 TEST(Rope, UnscaledTableIsThePlainPower) {

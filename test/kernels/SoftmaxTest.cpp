@@ -1,4 +1,5 @@
-//===- SoftmaxTest.cpp - Softmax and cross-entropy vs naive loops and FD ---===//
+//===- SoftmaxTest.cpp - Softmax and cross-entropy vs naive loops and FD
+//---===//
 #include "runtime/kernels/Softmax.h"
 
 #include "TestUtil.h"
@@ -99,7 +100,9 @@ TEST(CrossEntropy, BackwardFiniteDifference) {
   std::vector<int32_t> labels = rng.ints(N, 0, V - 1);
   const double dloss = 1.7;
   crossEntropyBwd(dloss, logits.data(), labels.data(), d.data(), N, V);
-  auto loss = [&] { return dloss * crossEntropyFwd(logits.data(), labels.data(), N, V); };
+  auto loss = [&] {
+    return dloss * crossEntropyFwd(logits.data(), labels.data(), N, V);
+  };
   std::vector<int64_t> xs = {N, V};
   EXPECT_TRUE(gradCheck("crossEntropy dlogits", logits, d, loss, 1e-6, xs));
 }
@@ -113,13 +116,16 @@ TEST(CrossEntropy, OutOfRangeLabelsAreIgnored) {
   long double sum = 0;
   for (int64_t n : {0, 2, 3, 5})
     sum += lseRef(&logits[n * V], V) - logits[n * V + labels[n]];
-  EXPECT_NEAR(crossEntropyFwd(logits.data(), labels.data(), N, V), double(sum / 4), 1e-13);
+  EXPECT_NEAR(crossEntropyFwd(logits.data(), labels.data(), N, V),
+              double(sum / 4), 1e-13);
   crossEntropyBwd(1.0, logits.data(), labels.data(), d.data(), N, V);
   for (int64_t c = 0; c < V; ++c) {
     EXPECT_EQ(d[1 * V + c], 0.0);
     EXPECT_EQ(d[4 * V + c], 0.0);
   }
-  auto loss = [&] { return crossEntropyFwd(logits.data(), labels.data(), N, V); };
+  auto loss = [&] {
+    return crossEntropyFwd(logits.data(), labels.data(), N, V);
+  };
   EXPECT_TRUE(gradCheck("crossEntropy ignored", logits, d, loss));
   std::vector<int32_t> none(N, -1);
   EXPECT_EQ(crossEntropyFwd(logits.data(), none.data(), N, V), 0.0);

@@ -1,4 +1,5 @@
-//===- TestUtil.h - Shared helpers for the kernel tests --------------------===//
+//===- TestUtil.h - Shared helpers for the kernel tests
+//--------------------===//
 //
 // Seeded random inputs, an allclose that reports the worst element and where
 // it is, and a central-difference gradient checker run in double.
@@ -13,8 +14,8 @@
 #include <cstdint>
 #include <functional>
 #include <random>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,15 +80,13 @@ inline std::string indexString(size_t flat, std::span<const int64_t> shape) {
 /// |actual - expected| <= atol + rtol * |expected| for every element; on
 /// failure names the worst element (largest excess over its tolerance).
 template <typename A>
-::testing::AssertionResult allClose(const std::string &what,
-                                    const std::vector<A> &actual,
-                                    const std::vector<double> &expected,
-                                    double atol, double rtol,
-                                    std::span<const int64_t> shape = {}) {
+::testing::AssertionResult
+allClose(const std::string &what, const std::vector<A> &actual,
+         const std::vector<double> &expected, double atol, double rtol,
+         std::span<const int64_t> shape = {}) {
   if (actual.size() != expected.size())
-    return ::testing::AssertionFailure()
-           << what << ": size " << actual.size() << " != expected "
-           << expected.size();
+    return ::testing::AssertionFailure() << what << ": size " << actual.size()
+                                         << " != expected " << expected.size();
   size_t worst = 0, bad = 0;
   double worstExcess = -INFINITY;
   for (size_t i = 0; i < actual.size(); ++i) {
@@ -145,7 +144,8 @@ gradCheck(const std::string &what, std::vector<double> &x,
     double lm = loss();
     x[i] = x0;
     double fd = (lp - lm) / (hp + hm);
-    double err = std::abs(fd - analytic[i]) / std::max(1.0, std::abs(analytic[i]));
+    double err =
+        std::abs(fd - analytic[i]) / std::max(1.0, std::abs(analytic[i]));
     bad += !(err <= tol);
     if (!(err <= worstErr)) {
       worstErr = err;

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ir/IRText.h"
-#include "runtime/cpu/CpuDevice.h"
 #include "runtime/Executable.h"
+#include "runtime/cpu/CpuDevice.h"
 #include "runtime/parallel/RunPartitioned.h"
 #include "runtime/parallel/Sharded.h"
 

@@ -186,10 +186,9 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
 
   Result bad = strata({"verify", dir_ + "/gpt.textproto", "--tp", "3"});
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(
-      bad.err.find("gpt.textproto: megatron-seeds: attention heads 4 "
-                   "(layers.0.attn) not divisible by tp 3"),
-      std::string::npos)
+  EXPECT_NE(bad.err.find("gpt.textproto: megatron-seeds: attention heads 4 "
+                         "(layers.0.attn) not divisible by tp 3"),
+            std::string::npos)
       << bad.err;
 
   // A plan brings its layout, a pipelined one included.
@@ -233,7 +232,8 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
 // about 1e-5 of the largest gradient, which verify must treat as zero (it
 // failed at 1.05e-5 > 1e-5 when the zero floor was 1e-5).
 TEST_F(LaunchTest, VerifyTreatsAnalyticallyZeroGradientsAsZero) {
-  std::ofstream(dir_ + "/text.txt") << "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ\n";
+  std::ofstream(dir_ + "/text.txt")
+      << "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJ\n";
   std::ofstream(dir_ + "/gpt.textproto")
       << "name: \"g\" family: GPT vocab_size: 65 hidden: 128 layers: 4 "
          "heads: 4 seq_len: 64 micro_batch: 1 dropout: 0\n";
@@ -261,9 +261,9 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
 )";
   s.close();
   std::string spec = dir_ + "/gpt.textproto";
-  Result v = strata({"verify", spec, "--pp", "2", "--schedule", "1f1b",
-                     "--recompute", "selective", "--microbatches", "4",
-                     "--steps", "2"});
+  Result v =
+      strata({"verify", spec, "--pp", "2", "--schedule", "1f1b", "--recompute",
+              "selective", "--microbatches", "4", "--steps", "2"});
   EXPECT_EQ(v.code, 0) << v.err;
   EXPECT_NE(v.out.find("vs tp=1 dp=1 pp=2 1f1b microbatches=4 "
                        "recompute=selective (2 CPU devices), 2 AdamW steps"),
@@ -273,8 +273,8 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
   EXPECT_NE(v.out.find("OK: 39 tensors match within 1e-05"), std::string::npos)
       << v.out;
 
-  std::vector<std::string> common = {"train",    spec,  "--data",
-                                     dir_ + "/text.txt", "--sample", "0"};
+  std::vector<std::string> common = {
+      "train", spec, "--data", dir_ + "/text.txt", "--sample", "0"};
   auto run = [&](std::vector<std::string> extra, const std::string &out) {
     std::vector<std::string> a = common;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -294,13 +294,13 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
   // recompilation of its spec) to the same losses.
   std::string plan = dir_ + "/pipe.plan";
   ASSERT_EQ(strata({"compile", spec, "--tp", "2", "--pp", "2", "--dp", "2",
-                    "--microbatches", "4", "--schedule", "1f1b",
-                    "--recompute", "selective", "-o", plan})
+                    "--microbatches", "4", "--schedule", "1f1b", "--recompute",
+                    "selective", "-o", plan})
                 .code,
             0);
-  std::vector<std::string> fromPlan = {"train", plan, "--data",
-                                       dir_ + "/text.txt", "--sample", "0",
-                                       "--out", dir_ + "/plan"};
+  std::vector<std::string> fromPlan = {
+      "train",    plan, "--data", dir_ + "/text.txt",
+      "--sample", "0",  "--out",  dir_ + "/plan"};
   Result planned = strata(fromPlan);
   ASSERT_EQ(planned.code, 0) << planned.err;
   EXPECT_NE(planned.out.find("on 8 CPU devices (tp=2 dp=2 pp=2, 1f1b over 4 "
@@ -320,9 +320,9 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
     EXPECT_NEAR(std::stod(a[i]), std::stod(b[i]), 1e-5 * std::stod(b[i]))
         << "step " << i + 1;
 
-  Result bad = run({"--pp", "2", "--schedule", "interleaved:2",
-                    "--microbatches", "3"},
-                   "bad");
+  Result bad =
+      run({"--pp", "2", "--schedule", "interleaved:2", "--microbatches", "3"},
+          "bad");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("microbatches must be a multiple of 2 (got 3"),
             std::string::npos)
@@ -351,8 +351,8 @@ hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
 training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 grad_accum: 2 }
 )";
   s.close();
-  auto train = [&](std::vector<std::string> pre,
-                   std::vector<std::string> extra, const std::string &out) {
+  auto train = [&](std::vector<std::string> pre, std::vector<std::string> extra,
+                   const std::string &out) {
     std::vector<std::string> a = pre;
     a.insert(a.end(), {"train", dir_ + "/gpt.textproto", "--data",
                        dir_ + "/text.txt", "--sample", "0"});
@@ -361,8 +361,8 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
     a.push_back(dir_ + "/" + out);
     return strata(a);
   };
-  std::vector<std::string> four = {"launch", "--nproc",  "4", "--master-port",
-                                   "0",      "--",       "strata"};
+  std::vector<std::string> four = {
+      "launch", "--nproc", "4", "--master-port", "0", "--", "strata"};
   auto near = [&](const std::string &got, const std::string &want) {
     std::vector<std::string> a = losses(dir_ + "/" + got),
                              b = losses(dir_ + "/" + want);
@@ -382,8 +382,8 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
             std::string::npos)
       << pptp.out;
   near("pptp", "serial");
-  Result zero = train(four, {"--pp", "2", "--dp", "2", "--distributed-optimizer"},
-                      "ppzero");
+  Result zero = train(
+      four, {"--pp", "2", "--dp", "2", "--distributed-optimizer"}, "ppzero");
   ASSERT_EQ(zero.code, 0) << zero.err;
   near("ppzero", "serial");
 
@@ -409,11 +409,16 @@ TEST_F(LaunchTest, TraceShowsEveryRanksProgramsCollectivesAndCopies) {
 seq_len: 8 micro_batch: 4 training { steps: 3 lr: 1e-2 eval_every: 0 })";
   g.close();
   std::string trace = dir_ + "/t.json";
-  Result r = strata({"train", dir_ + "/two.textproto", "--data",
-                     dir_ + "/text.txt", "--pp", "2",
-                     "--tp", "2", "--microbatches", "2", "--steps", "3",
-                     "--trace", trace, "--trace-steps", "2", "--sample", "0",
-                     "--out", dir_ + "/traced"});
+  Result r = strata({"train",          dir_ + "/two.textproto",
+                     "--data",         dir_ + "/text.txt",
+                     "--pp",           "2",
+                     "--tp",           "2",
+                     "--microbatches", "2",
+                     "--steps",        "3",
+                     "--trace",        trace,
+                     "--trace-steps",  "2",
+                     "--sample",       "0",
+                     "--out",          dir_ + "/traced"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("wrote the step timeline of 2 steps to " + trace),
             std::string::npos)
@@ -456,10 +461,26 @@ seq_len: 8 micro_batch: 4 training { steps: 3 lr: 1e-2 eval_every: 0 })";
   EXPECT_GT(collectives, 0);
   EXPECT_GT(copies, 0);
 
-  Result mp = strata({"launch", "--nproc", "2", "--master-port", "0", "--",
-                      "strata", "train", spec, "--data", dir_ + "/text.txt",
-                      "--tp", "2", "--steps", "2", "--trace",
-                      dir_ + "/mp.json", "--sample", "0", "--out",
+  Result mp = strata({"launch",
+                      "--nproc",
+                      "2",
+                      "--master-port",
+                      "0",
+                      "--",
+                      "strata",
+                      "train",
+                      spec,
+                      "--data",
+                      dir_ + "/text.txt",
+                      "--tp",
+                      "2",
+                      "--steps",
+                      "2",
+                      "--trace",
+                      dir_ + "/mp.json",
+                      "--sample",
+                      "0",
+                      "--out",
                       dir_ + "/mp"});
   ASSERT_EQ(mp.code, 0) << mp.err;
   for (std::string f : {"/mp.json", "/mp.json.rank1.json"}) {

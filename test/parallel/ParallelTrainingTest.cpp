@@ -1,4 +1,5 @@
-//===- ParallelTrainingTest.cpp - Parallel training equals serial training -===//
+//===- ParallelTrainingTest.cpp - Parallel training equals serial training
+//-===//
 //
 // For tiny GPT and Llama models, every parallel layout of the matrix below
 // (tp in {1,2,4}, sp on/off, dp in {1,2}, distributed optimizer on/off,

@@ -1,4 +1,5 @@
-//===- PipelineTrainingTest.cpp - Pipelined training equals serial training ===//
+//===- PipelineTrainingTest.cpp - Pipelined training equals serial training
+//===//
 //
 // The trainer (runtime/parallel/Trainer.h) on pipelined layouts against the
 // serial plan (the same trainer on one device) with gradAccum =
@@ -114,17 +115,16 @@ INSTANTIATE_TEST_SUITE_P(
              2, 2, false, 4},
         Case{"gpt_pp2_interleaved_full_dp2", false, 4, 2, "interleaved:2",
              kFull, 1, 2, false, 4},
-        Case{"gpt_pp2_1f1b_dropout_m3", false, 4, 2, "1f1b", kNone, 1, 1,
-             false, 3, 0.1},
+        Case{"gpt_pp2_1f1b_dropout_m3", false, 4, 2, "1f1b", kNone, 1, 1, false,
+             3, 0.1},
         Case{"gpt_pp2_1f1b_fused_tp2", false, 4, 2, "1f1b", kSelective, 2, 1,
              false, 2, 0, true},
         Case{"gpt_pp2_interleaved_tp2_sp", false, 4, 2, "interleaved:2", kNone,
              2, 1, true, 2},
         Case{"gpt_pp4_1f1b", false, 4, 4, "1f1b", kNone, 1, 1, false, 4},
-        Case{"gpt_pp4_gpipe_selective_tp2", false, 4, 4, "gpipe", kSelective,
-             2, 1, false, 2},
-        Case{"llama_pp2_1f1b_tp2_sp", true, 4, 2, "1f1b", kNone, 2, 1, true,
-             4},
+        Case{"gpt_pp4_gpipe_selective_tp2", false, 4, 4, "gpipe", kSelective, 2,
+             1, false, 2},
+        Case{"llama_pp2_1f1b_tp2_sp", true, 4, 2, "1f1b", kNone, 2, 1, true, 4},
         Case{"llama_pp2_interleaved_selective", true, 4, 2, "interleaved:2",
              kSelective, 1, 1, false, 2},
         Case{"llama_pp2_gpipe_full_tp2_dp2_dropout", true, 4, 2, "gpipe", kFull,
@@ -212,10 +212,12 @@ TEST(Trainer, StateAndEvalMatchSerialAndMoveBetweenLayouts) {
   ASSERT_TRUE(bool(trained));
   auto reloaded = Trainer::create(fwd, eval, t, ParallelConfig{}, **one);
   ASSERT_TRUE(bool(reloaded));
-  ASSERT_FALSE(bool((*reloaded)->scatterState([&](llvm::StringRef n) -> const HostTensor * {
-    auto it = llvm::find_if(*trained, [&](auto &w) { return w.first == n; });
-    return it == trained->end() ? nullptr : &it->second;
-  })));
+  ASSERT_FALSE(bool(
+      (*reloaded)->scatterState([&](llvm::StringRef n) -> const HostTensor * {
+        auto it =
+            llvm::find_if(*trained, [&](auto &w) { return w.first == n; });
+        return it == trained->end() ? nullptr : &it->second;
+      })));
   auto re = (*reloaded)->evalLoss(tk.data<int32_t>(), lb.data<int32_t>());
   ASSERT_TRUE(bool(re));
   EXPECT_NEAR(*re, *pe, 1e-5 * std::abs(*pe));
@@ -249,13 +251,13 @@ Graph exchangeProgram(int64_t rank) {
   TensorType t{DType::F32, {3}};
   ValueId x = g.addInput("x", t);
   auto send = [&](int64_t tag) {
-    g.addNode(OpKind::Send, {x}, {}, pipeline::sendAttrs(1 - rank, tag, "test", "exchange"),
-              "s");
+    g.addNode(OpKind::Send, {x}, {},
+              pipeline::sendAttrs(1 - rank, tag, "test", "exchange"), "s");
   };
   auto recv = [&](int64_t tag) {
-    int32_t n = g.addNode(OpKind::Recv, {}, {t},
-                          pipeline::recvAttrs(1 - rank, tag, t, "test", "exchange"),
-                          "r");
+    int32_t n = g.addNode(
+        OpKind::Recv, {}, {t},
+        pipeline::recvAttrs(1 - rank, tag, t, "test", "exchange"), "r");
     g.addOutput(g.node(n).results[0]);
   };
   // Both ranks send before they receive: only eager sends get through.
@@ -342,8 +344,7 @@ TEST(Trainer, BadConfigurationsFailBeforeRunning) {
                          const std::string &what) {
     auto group = DeviceGroup::inProcess(trainingMesh(c), quick());
     ASSERT_TRUE(bool(group));
-    auto t =
-        Trainer::create(fwd, fwd, training(microbatches), c, **group);
+    auto t = Trainer::create(fwd, fwd, training(microbatches), c, **group);
     ASSERT_FALSE(bool(t));
     std::string msg = llvm::toString(t.takeError());
     EXPECT_NE(msg.find(what), std::string::npos) << msg;
@@ -358,8 +359,8 @@ TEST(Trainer, BadConfigurationsFailBeforeRunning) {
   // A group of another mesh.
   auto group = DeviceGroup::inProcess(Mesh{{{"dp", 2}, {"tp", 1}}}, quick());
   ASSERT_TRUE(bool(group));
-  auto t = Trainer::create(fwd, fwd, training(2),
-                                   pipelined(2, "1f1b", kNone), **group);
+  auto t = Trainer::create(fwd, fwd, training(2), pipelined(2, "1f1b", kNone),
+                           **group);
   ASSERT_FALSE(bool(t));
   EXPECT_NE(llvm::toString(t.takeError())
                 .find("needs mesh<pp=2,dp=1,tp=1>, the device group has "
@@ -388,9 +389,9 @@ TEST(PipelineMemory, RuntimeAllocatesThePlannedBytes) {
     const char *sched;
     bool fused;
   };
-  for (auto [sched, fused] : {Case{"1f1b", false}, Case{"gpipe", false},
-                              Case{"interleaved:2", false},
-                              Case{"1f1b", true}}) {
+  for (auto [sched, fused] :
+       {Case{"1f1b", false}, Case{"gpipe", false}, Case{"interleaved:2", false},
+        Case{"1f1b", true}}) {
     RecomputeMode rm = sched[0] == '1'   ? kNone
                        : sched[0] == 'g' ? kSelective
                                          : kFull;

@@ -1,4 +1,5 @@
-//===- TinyModels.h - The small models and options of the parallel tests ---===//
+//===- TinyModels.h - The small models and options of the parallel tests
+//---===//
 //
 // GPT: padded vocab 32, hidden 16, 4 heads of 4, ffn 64, tied wte. Llama:
 // hidden 32, 8 query heads over 4 KV heads (GQA), ffn 48, untied head. Small

@@ -1,13 +1,14 @@
-//===- AutodiffTest.cpp - Structure, naming and errors of autodiff ---------===//
+//===- AutodiffTest.cpp - Structure, naming and errors of autodiff
+//---------===//
 //
 // IR text in, the pass, IR text out. The numerics of every rule are checked in
 // GradCheckTest.cpp; the per-op backward IR in test/lit/autodiff.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/autodiff/Autodiff.h"
 #include "ir/IRText.h"
 #include "ir/Verifier.h"
 #include "passes/PassManager.h"
-#include "passes/autodiff/Autodiff.h"
 
 #include "gtest/gtest.h"
 
@@ -26,12 +27,15 @@ Graph parse(llvm::StringRef text) {
 /// Runs the pass; returns the printed result or the error text.
 std::string differentiated(llvm::StringRef text) {
   Graph g = parse(text);
-  if (llvm::Error e = differentiate(g)) return "error: " + llvm::toString(std::move(e));
-  if (llvm::Error e = verifyGraph(g)) return "invalid: " + llvm::toString(std::move(e));
+  if (llvm::Error e = differentiate(g))
+    return "error: " + llvm::toString(std::move(e));
+  if (llvm::Error e = verifyGraph(g))
+    return "invalid: " + llvm::toString(std::move(e));
   return graphToString(g);
 }
 
-constexpr llvm::StringLiteral kMlp = R"(graph @mlp(%x: f32[4,8], %w: f32[8,16] {param}, %b: f32[16] {param}) {
+constexpr llvm::StringLiteral kMlp =
+    R"(graph @mlp(%x: f32[4,8], %w: f32[8,16] {param}, %b: f32[16] {param}) {
   %h = matmul(%x, %w) : f32[4,16]  # fc
   %hb = add(%h, %b) : f32[4,16]  # fc
   %a = gelu(%hb) {approx="tanh"} : f32[4,16]  # act
@@ -43,7 +47,9 @@ constexpr llvm::StringLiteral kMlp = R"(graph @mlp(%x: f32[4,8], %w: f32[8,16] {
 // The whole output: forward unchanged, then the backward nodes with scopes,
 // the bwd marker and readable names; x (data) gets no adjoint.
 TEST(Autodiff, MlpBackwardText) {
-  EXPECT_EQ(differentiated(kMlp), R"(graph @mlp(%x: f32[4,8], %w: f32[8,16] {param}, %b: f32[16] {param}) {
+  EXPECT_EQ(
+      differentiated(kMlp),
+      R"(graph @mlp(%x: f32[4,8], %w: f32[8,16] {param}, %b: f32[16] {param}) {
   %h = matmul(%x, %w) : f32[4,16]  # fc
   %hb = add(%h, %b) : f32[4,16]  # fc
   %a = gelu(%hb) {approx="tanh"} : f32[4,16]  # act
@@ -108,7 +114,8 @@ TEST(Autodiff, AliasedGradientsStillGetTheirNames) {
 }
 
 TEST(Autodiff, UnusedParamGetsZeroGradient) {
-  std::string out = differentiated(R"(graph @unused(%p: f32[3] {param}, %u: f32[2,2] {param}) {
+  std::string out = differentiated(
+      R"(graph @unused(%p: f32[3] {param}, %u: f32[2,2] {param}) {
   %loss = reduce_sum(%p) : f32[]  # loss
   return %loss
 }
@@ -117,7 +124,8 @@ TEST(Autodiff, UnusedParamGetsZeroGradient) {
                      "value=0.0} : f32[2,2]\n"),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find("return %loss, %grad.p, %grad.u"), std::string::npos) << out;
+  EXPECT_NE(out.find("return %loss, %grad.p, %grad.u"), std::string::npos)
+      << out;
 }
 
 // Errors leave the graph as it was.
@@ -186,7 +194,7 @@ TEST(Autodiff, IgnoresGradOpsOffTheParamPath) {
 TEST(Autodiff, RejectsDifferentiatedGraph) {
   Graph g = parse(kMlp);
   ASSERT_FALSE(bool(differentiate(g)));
-  g.setOutputs({g.outputs()[0]});  // back to one scalar output
+  g.setOutputs({g.outputs()[0]}); // back to one scalar output
   llvm::Error e = differentiate(g);
   ASSERT_TRUE(bool(e));
   EXPECT_NE(llvm::toString(std::move(e)).find("already differentiated"),

@@ -32,9 +32,9 @@ namespace {
 
 /// How an input of a case is filled.
 enum class Dist {
-  Signed,    // param, uniform in +-[0.5, 1.5]
-  Positive,  // param, uniform in [0.5, 1.5] (log, sqrt, rsqrt, div)
-  Ids,       // i32 data, uniform in [0, range)
+  Signed,   // param, uniform in +-[0.5, 1.5]
+  Positive, // param, uniform in [0.5, 1.5] (log, sqrt, rsqrt, div)
+  Ids,      // i32 data, uniform in [0, range)
 };
 
 struct InputSpec {
@@ -86,7 +86,8 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
     bool ids = in.dist == Dist::Ids;
     TensorType t{ids ? DType::I32 : DType::F64, in.shape};
     Attrs attrs;
-    if (!ids) attrs.set("param", true);
+    if (!ids)
+      attrs.set("param", true);
     ins.push_back(g.addInput(in.name, t, attrs));
     HostTensor h(t);
     for (int64_t i = 0; i < h.numElements(); ++i) {
@@ -105,7 +106,8 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
   ValueId r = g.addInput("r", g.type(y));
   HostTensor rv(g.type(y));
   std::uniform_real_distribution<double> unit(-1.0, 1.0);
-  for (int64_t i = 0; i < rv.numElements(); ++i) rv.set(i, unit(rng));
+  for (int64_t i = 0; i < rv.numElements(); ++i)
+    rv.set(i, unit(rng));
   values.push_back(rv);
   b.setScope("loss");
   g.setOutputs({b.reduceSum(b.mul(y, r), {})});
@@ -132,7 +134,8 @@ TEST_P(GradCheck, MatchesCentralDifferences) {
 
   size_t gradIndex = 1;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (c.inputs[i].dist == Dist::Ids) continue;
+    if (c.inputs[i].dist == Dist::Ids)
+      continue;
     const HostTensor &grad = (*outs)[gradIndex++];
     ASSERT_EQ(grad.type(), g.type(ins[i]));
     double worst = -1, worstA = 0, worstN = 0;
@@ -190,8 +193,12 @@ std::vector<GradCase> cases() {
       {"tanh", {in("x", s23)}, op(O::Tanh)},
       {"sigmoid", {in("x", s23)}, op(O::Sigmoid)},
       {"relu", {in("x", s234)}, op(O::Relu)},
-      {"gelu_tanh", {in("x", s23)}, op(O::Gelu, {{"approx", std::string("tanh")}})},
-      {"gelu_erf", {in("x", s23)}, op(O::Gelu, {{"approx", std::string("none")}})},
+      {"gelu_tanh",
+       {in("x", s23)},
+       op(O::Gelu, {{"approx", std::string("tanh")}})},
+      {"gelu_erf",
+       {in("x", s23)},
+       op(O::Gelu, {{"approx", std::string("none")}})},
       {"silu", {in("x", s23)}, op(O::Silu)},
       {"square", {in("x", s23)}, op(O::Square)},
       {"scale", {in("x", s23)}, op(O::Scale, {{"value", -1.7}})},
@@ -208,52 +215,78 @@ std::vector<GradCase> cases() {
       {"maximum_bcast", {in("a", s23), in("b", {3})}, op(O::Maximum)},
       {"minimum", {in("a", s234), in("b", s234)}, op(O::Minimum)},
       // Reductions.
-      {"reduce_sum_axis", {in("x", s234)}, op(O::ReduceSum, {{"axes", IntList{1}}})},
+      {"reduce_sum_axis",
+       {in("x", s234)},
+       op(O::ReduceSum, {{"axes", IntList{1}}})},
       {"reduce_sum_keepdim",
        {in("x", s234)},
        op(O::ReduceSum, {{"axes", IntList{-1}}, {"keepdim", true}})},
       {"reduce_sum_all", {in("x", s234)}, op(O::ReduceSum)},
-      {"reduce_mean", {in("x", s234)}, op(O::ReduceMean, {{"axes", IntList{0, 2}}})},
-      {"reduce_max_axis", {in("x", s234)}, op(O::ReduceMax, {{"axes", IntList{1}}})},
+      {"reduce_mean",
+       {in("x", s234)},
+       op(O::ReduceMean, {{"axes", IntList{0, 2}}})},
+      {"reduce_max_axis",
+       {in("x", s234)},
+       op(O::ReduceMax, {{"axes", IntList{1}}})},
       {"reduce_max_all", {in("x", s234)}, op(O::ReduceMax)},
       // Matmul: transposes, batches, and a rank-2 rhs shared over batches.
       {"matmul", {in("a", {3, 4}), in("b", {4, 5})}, op(O::MatMul)},
-      {"matmul_ta", {in("a", {4, 3}), in("b", {4, 5})},
+      {"matmul_ta",
+       {in("a", {4, 3}), in("b", {4, 5})},
        op(O::MatMul, {{"transpose_a", true}})},
-      {"matmul_tb", {in("a", {3, 4}), in("b", {5, 4})},
+      {"matmul_tb",
+       {in("a", {3, 4}), in("b", {5, 4})},
        op(O::MatMul, {{"transpose_b", true}})},
-      {"matmul_ta_tb", {in("a", {4, 3}), in("b", {5, 4})},
+      {"matmul_ta_tb",
+       {in("a", {4, 3}), in("b", {5, 4})},
        op(O::MatMul, {{"transpose_a", true}, {"transpose_b", true}})},
-      {"matmul_batched_tb", {in("a", s234), in("b", {2, 5, 4})},
+      {"matmul_batched_tb",
+       {in("a", s234), in("b", {2, 5, 4})},
        op(O::MatMul, {{"transpose_b", true}})},
       {"matmul_shared_rhs", {in("a", s234), in("b", {4, 5})}, op(O::MatMul)},
-      {"matmul_shared_rhs_tb", {in("a", s234), in("b", {5, 4})},
+      {"matmul_shared_rhs_tb",
+       {in("a", s234), in("b", {5, 4})},
        op(O::MatMul, {{"transpose_b", true}})},
-      {"matmul_shared_rhs_ta", {in("a", {2, 4, 3}), in("b", {4, 5})},
+      {"matmul_shared_rhs_ta",
+       {in("a", {2, 4, 3}), in("b", {4, 5})},
        op(O::MatMul, {{"transpose_a", true}})},
-      {"matmul_shared_rhs_ta_tb", {in("a", {2, 4, 3}), in("b", {5, 4})},
+      {"matmul_shared_rhs_ta_tb",
+       {in("a", {2, 4, 3}), in("b", {5, 4})},
        op(O::MatMul, {{"transpose_a", true}, {"transpose_b", true}})},
-      {"matmul_shared_rhs_rank4", {in("a", {2, 2, 3, 4}), in("b", {4, 5})},
+      {"matmul_shared_rhs_rank4",
+       {in("a", {2, 2, 3, 4}), in("b", {4, 5})},
        op(O::MatMul)},
       // Shape ops.
       {"reshape", {in("x", s234)}, op(O::Reshape, {{"shape", IntList{6, 4}}})},
-      {"transpose", {in("x", s234)}, op(O::Transpose, {{"perm", IntList{2, 0, 1}}})},
-      {"broadcast", {in("x", {3, 1})},
+      {"transpose",
+       {in("x", s234)},
+       op(O::Transpose, {{"perm", IntList{2, 0, 1}}})},
+      {"broadcast",
+       {in("x", {3, 1})},
        op(O::Broadcast, {{"shape", IntList{2, 3, 4}}})},
-      {"slice_middle", {in("x", {2, 4, 3})},
-       op(O::Slice, {{"dim", int64_t(1)}, {"start", int64_t(1)}, {"size", int64_t(2)}})},
-      {"slice_prefix_negdim", {in("x", {2, 4, 3})},
-       op(O::Slice, {{"dim", int64_t(-1)}, {"start", int64_t(0)}, {"size", int64_t(2)}})},
-      {"concat", {in("a", {2, 1, 3}), in("b", {2, 2, 3}), in("c", {2, 3, 3})},
+      {"slice_middle",
+       {in("x", {2, 4, 3})},
+       op(O::Slice,
+          {{"dim", int64_t(1)}, {"start", int64_t(1)}, {"size", int64_t(2)}})},
+      {"slice_prefix_negdim",
+       {in("x", {2, 4, 3})},
+       op(O::Slice,
+          {{"dim", int64_t(-1)}, {"start", int64_t(0)}, {"size", int64_t(2)}})},
+      {"concat",
+       {in("a", {2, 1, 3}), in("b", {2, 2, 3}), in("c", {2, 3, 3})},
        op(O::Concat, {{"dim", int64_t(1)}})},
       // Embedding: ids repeat, so scatter_add must accumulate.
       {"gather", {in("table", {5, 3}), ids("ids", {2, 4}, 5)}, op(O::Gather)},
-      {"scatter_add", {in("dy", {2, 4, 3}), ids("ids", {2, 4}, 5)},
+      {"scatter_add",
+       {in("dy", {2, 4, 3}), ids("ids", {2, 4}, 5)},
        op(O::ScatterAdd, {{"rows", int64_t(5)}})},
       // Composite ops.
-      {"layer_norm", {in("x", s234), in("w", {4}), in("b", {4})},
+      {"layer_norm",
+       {in("x", s234), in("w", {4}), in("b", {4})},
        op(O::LayerNorm, {{"eps", 1e-5}})},
-      {"rms_norm", {in("x", s234), in("w", {4})}, op(O::RmsNorm, {{"eps", 1e-5}})},
+      {"rms_norm",
+       {in("x", s234), in("w", {4})},
+       op(O::RmsNorm, {{"eps", 1e-5}})},
       {"softmax", {in("x", {2, 5})}, op(O::Softmax)},
       {"attention_causal_gqa",
        {in("q", {1, 3, 4, 2}), in("k", {1, 3, 2, 2}), in("v", {1, 3, 2, 2})},
@@ -262,30 +295,40 @@ std::vector<GradCase> cases() {
        {in("q", {2, 3, 2, 2}), in("k", {2, 3, 2, 2}), in("v", {2, 3, 2, 2})},
        op(O::Attention, {{"scale", 0.5}})},
       {"rope", {in("x", {1, 3, 2, 4})}, op(O::Rope, {{"theta", 10000.0}})},
-      {"rope_offset", {in("x", {1, 3, 2, 4})},
+      {"rope_offset",
+       {in("x", {1, 3, 2, 4})},
        op(O::Rope, {{"theta", 100.0}, {"pos_offset", int64_t(5)}})},
       // Llama-3.1 frequencies (kept, blended and divided pairs at D = 16,
       // L = 64): the gradient rope carries the same scaling attributes.
-      {"rope_llama3", {in("x", {1, 3, 2, 16})},
-       op(O::Rope, {{"theta", 10000.0}, {"pos_offset", int64_t(40)},
-                    {"scaling", std::string("llama3")}, {"factor", 8.0},
-                    {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+      {"rope_llama3",
+       {in("x", {1, 3, 2, 16})},
+       op(O::Rope, {{"theta", 10000.0},
+                    {"pos_offset", int64_t(40)},
+                    {"scaling", std::string("llama3")},
+                    {"factor", 8.0},
+                    {"low_freq_factor", 1.0},
+                    {"high_freq_factor", 4.0},
                     {"original_max_positions", int64_t(64)}})},
-      {"dropout", {in("x", s234)}, op(O::Dropout, {{"p", 0.25}, {"stream", int64_t(3)}})},
-      {"cross_entropy", {in("logits", {2, 3, 5}), ids("labels", {2, 3}, 5)},
+      {"dropout",
+       {in("x", s234)},
+       op(O::Dropout, {{"p", 0.25}, {"stream", int64_t(3)}})},
+      {"cross_entropy",
+       {in("logits", {2, 3, 5}), ids("labels", {2, 3}, 5)},
        op(O::CrossEntropy)},
       // Several uses of one value: contributions are summed.
-      {"fanout", {in("x", s23)},
-       [](Builder &b, llvm::ArrayRef<ValueId> x) {
-         return b.mul(x[0], b.create1(OpKind::Tanh, {x[0]}));
-       }},
-      {"same_operand_twice", {in("x", s23)},
+      {"fanout",
+       {in("x", s23)},
+       [](Builder &b,
+          llvm::ArrayRef<ValueId>
+              x) { return b.mul(x[0], b.create1(OpKind::Tanh, {x[0]})); }},
+      {"same_operand_twice",
+       {in("x", s23)},
        [](Builder &b, llvm::ArrayRef<ValueId> x) { return b.mul(x[0], x[0]); }},
       // A tiny GPT layer: tied embedding, layer norm, attention, MLP, loss.
       {"gpt_layer",
-       {in("wte", {7, 4}), in("ln.w", {4}), in("ln.b", {4}), in("qkv.w", {4, 12}),
-        in("fc.w", {4, 4}), in("fc.b", {4}), ids("tokens", {2, 3}, 7),
-        ids("labels", {2, 3}, 7)},
+       {in("wte", {7, 4}), in("ln.w", {4}), in("ln.b", {4}),
+        in("qkv.w", {4, 12}), in("fc.w", {4, 4}), in("fc.b", {4}),
+        ids("tokens", {2, 3}, 7), ids("labels", {2, 3}, 7)},
        gptLayer},
   };
   return cs;
@@ -296,12 +339,13 @@ std::vector<GradCase> cases() {
 ValueId gptLayer(Builder &b, llvm::ArrayRef<ValueId> p) {
   ValueId wte = p[0], lnw = p[1], lnb = p[2], qkvw = p[3], fcw = p[4],
           fcb = p[5], tokens = p[6], labels = p[7];
-  ValueId x = b.create1(OpKind::Gather, {wte, tokens});  // [2,3,4]
+  ValueId x = b.create1(OpKind::Gather, {wte, tokens}); // [2,3,4]
   ValueId h = b.create1(OpKind::LayerNorm, {x, lnw, lnb}, {{"eps", 1e-5}});
   ValueId qkv = b.reshape(b.matmul(h, qkvw), {2, 3, 6, 2});
   auto part = [&](int64_t i) {
-    return b.create1(OpKind::Slice, {qkv},
-                     {{"dim", int64_t(2)}, {"start", 2 * i}, {"size", int64_t(2)}});
+    return b.create1(
+        OpKind::Slice, {qkv},
+        {{"dim", int64_t(2)}, {"start", 2 * i}, {"size", int64_t(2)}});
   };
   ValueId a = b.create1(OpKind::Attention, {part(0), part(1), part(2)},
                         {{"causal", true}, {"scale", 0.7}});
@@ -309,7 +353,7 @@ ValueId gptLayer(Builder &b, llvm::ArrayRef<ValueId> p) {
   ValueId m = b.create1(OpKind::Gelu, {b.add(b.matmul(x, fcw), fcb)},
                         {{"approx", std::string("tanh")}});
   x = b.add(x, m);
-  ValueId logits = b.matmul(x, wte, false, true);  // [2,3,7]
+  ValueId logits = b.matmul(x, wte, false, true); // [2,3,7]
   ValueId loss = b.create1(OpKind::CrossEntropy, {logits, labels});
   return b.reshape(loss, {1});
 }
@@ -328,7 +372,8 @@ TEST(GradCheckCoverage, EveryDifferentiableOpHasACase) {
           in.name, {in.dist == Dist::Ids ? DType::I32 : DType::F64, in.shape}));
     Builder b(g);
     c.body(b, ins);
-    for (const Node &n : g.nodes()) seen[int(n.op)] = true;
+    for (const Node &n : g.nodes())
+      seen[int(n.op)] = true;
   }
   for (int k = 0; k < kNumOps; ++k) {
     OpKind op = OpKind(k);
@@ -340,10 +385,10 @@ TEST(GradCheckCoverage, EveryDifferentiableOpHasACase) {
                   op == OpKind::ReluGrad || op == OpKind::LayerNormGrad ||
                   op == OpKind::RmsNormGrad || op == OpKind::SoftmaxGrad ||
                   op == OpKind::AttentionGrad || op == OpKind::DropoutGrad ||
-                  op == OpKind::CrossEntropyGrad ||
-                  op == OpKind::AdamWUpdate || isCollective(op) ||
-                  isPartitionOp(op) || op == OpKind::Fused;
-    EXPECT_TRUE(seen[k] || exempt) << opName(op).str() << " has no gradient check";
+                  op == OpKind::CrossEntropyGrad || op == OpKind::AdamWUpdate ||
+                  isCollective(op) || isPartitionOp(op) || op == OpKind::Fused;
+    EXPECT_TRUE(seen[k] || exempt)
+        << opName(op).str() << " has no gradient check";
   }
 }
 

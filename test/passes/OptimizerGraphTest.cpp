@@ -1,7 +1,8 @@
-//===- OptimizerGraphTest.cpp - The AdamW optimizer-step graph -------------===//
+//===- OptimizerGraphTest.cpp - The AdamW optimizer-step graph
+//-------------===//
+#include "passes/optimizer/OptimizerGraph.h"
 #include "ir/IRText.h"
 #include "ir/Verifier.h"
-#include "passes/optimizer/OptimizerGraph.h"
 
 #include "gtest/gtest.h"
 
@@ -11,7 +12,8 @@ namespace {
 // Only the params of the microbatch graph matter to the builder: a matrix
 // (decayed) and a bias (not decayed), one of them sharded.
 Graph microbatch() {
-  auto g = parseGraph(R"(graph @mlp mesh<tp=2>(%x: f32[4,8], %w: f32[8,16] {param, init="normal", std=0.02, shard=[_,tp]}, %b: f32[16] {param, init="zeros"}) {
+  auto g = parseGraph(
+      R"(graph @mlp mesh<tp=2>(%x: f32[4,8], %w: f32[8,16] {param, init="normal", std=0.02, shard=[_,tp]}, %b: f32[16] {param, init="zeros"}) {
   %h = matmul(%x, %w) : f32[4,16]
   %y = add(%h, %b) : f32[4,16]
   %loss = reduce_sum(%y) : f32[]

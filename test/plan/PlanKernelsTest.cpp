@@ -1,4 +1,5 @@
-//===- PlanKernelsTest.cpp - The generated kernels a plan file carries -----===//
+//===- PlanKernelsTest.cpp - The generated kernels a plan file carries
+//-----===//
 //
 // `strata compile` (the real binary) writes a plan; read back here:
 //  - the kernel libraries are exactly what codegen renders from the plan's
@@ -37,9 +38,17 @@ namespace {
 pb::Plan compiledPlan(std::vector<std::string> extra = {}) {
   llvm::SmallString<128> path;
   llvm::sys::fs::createTemporaryFile("kernels", "plan", path);
-  std::vector<std::string> args = {
-      "compile", std::string(STRATA_SOURCE_DIR) + "/examples/llama_tiny.textproto",
-      "--tp", "2", "--pp", "2", "--microbatches", "2", "-o", path.str().str()};
+  std::vector<std::string> args = {"compile",
+                                   std::string(STRATA_SOURCE_DIR) +
+                                       "/examples/llama_tiny.textproto",
+                                   "--tp",
+                                   "2",
+                                   "--pp",
+                                   "2",
+                                   "--microbatches",
+                                   "2",
+                                   "-o",
+                                   path.str().str()};
   args.insert(args.end(), extra.begin(), extra.end());
   test::RunResult r = test::runStrata(args);
   EXPECT_EQ(r.rc, 0) << r.err;
@@ -111,8 +120,8 @@ TEST(PlanKernels, CudaLibraryCompilesWithNvrtc) {
       continue;
     for (int arch : {80, 90}) {
       auto cubin = codegen::compileCubin(k.source(), arch, "plan_kernels.cu");
-      ASSERT_TRUE(bool(cubin)) << "sm_" << arch << ": "
-                               << toString(cubin.takeError());
+      ASSERT_TRUE(bool(cubin))
+          << "sm_" << arch << ": " << toString(cubin.takeError());
       EXPECT_GT(cubin->size(), 0u);
     }
     return;
@@ -139,7 +148,6 @@ TEST(PlanKernels, AlteredSourceIsRefused) {
             "`strata compile`)");
 }
 
-
 TEST(PlanKernels, TrainRunsThePlanAndRefusesForeignKernels) {
   llvm::SmallString<128> dir;
   ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-train", dir));
@@ -152,9 +160,10 @@ TEST(PlanKernels, TrainRunsThePlanAndRefusesForeignKernels) {
   pb::Plan plan = compiledPlan();
   std::string good = d + "/good.plan", foreign = d + "/foreign.plan";
   ASSERT_FALSE(bool(writePlanFile(good, plan)));
-  std::vector<std::string> train = {"train", good, "--data", d + "/text.txt",
-                                    "--steps", "1", "--eval-every", "0",
-                                    "--sample", "0", "--out", d + "/out"};
+  std::vector<std::string> train = {
+      "train",    good, "--data",       d + "/text.txt",
+      "--steps",  "1",  "--eval-every", "0",
+      "--sample", "0",  "--out",        d + "/out"};
   test::RunResult ok = test::runStrata(train);
   EXPECT_EQ(ok.rc, 0) << ok.err;
   EXPECT_NE(ok.out.find("the plan's compiled programs"), std::string::npos)
@@ -178,7 +187,8 @@ TEST(PlanKernels, TrainRunsThePlanAndRefusesForeignKernels) {
   // A stored program that is not a valid graph (a node lost an operand),
   // in an otherwise well-formed plan.
   pb::Plan broken = compiledPlan();
-  pb::Graph &f = *broken.mutable_pipeline()->mutable_stages(1)->mutable_forward();
+  pb::Graph &f =
+      *broken.mutable_pipeline()->mutable_stages(1)->mutable_forward();
   int victim = -1;
   for (int k = 0; k < f.nodes_size() && victim < 0; ++k)
     if (f.nodes(k).op() == "matmul")

@@ -18,8 +18,10 @@ namespace {
 /// A minimal byte-level tokenizer.json; `model`, `preTokenizer` and `extra`
 /// (more top-level fields) replace its parts.
 std::string tokenizerJson(
-    llvm::StringRef model = R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})",
-    llvm::StringRef preTokenizer = R"({"type": "ByteLevel", "add_prefix_space": false})",
+    llvm::StringRef model =
+        R"({"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]})",
+    llvm::StringRef preTokenizer =
+        R"({"type": "ByteLevel", "add_prefix_space": false})",
     llvm::StringRef extra = "") {
   return llvm::formatv(R"({{"added_tokens": [], "normalizer": null,
       "pre_tokenizer": {0}, "post_processor": null, "decoder": null,
@@ -54,17 +56,21 @@ TEST(BadTokenizer, ErrorsNameTheField) {
        "model.type: unsupported \"WordPiece\""},
       {tokenizerJson(R"({"vocab": {}, "merges": []})"),
        "model.type: missing string"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]})"),
        "model.merges[0]: token \"b\" is not in model.vocab"},
       {tokenizerJson(R"({"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]})"),
        "model.merges[0]: expected \"left right\", got \"ab\""},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {"a": 0}, "merges": [], "unk_token": "<unk>"})"),
        "model.unk_token \"<unk>\" is not in model.vocab"},
       {tokenizerJson(R"({"type": "BPE", "vocab": {"a": -1}, "merges": []})"),
        "model.vocab: token \"a\" needs a non-negative integer id"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": [], "dropout": 0.1})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": [], "dropout": 0.1})"),
        "model.dropout: BPE dropout is not supported"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": [], "continuing_subword_prefix": "##"})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": [], "continuing_subword_prefix": "##"})"),
        "model.continuing_subword_prefix: subword prefixes"},
       {tokenizerJson(R"({"type": "BPE", "vocab": {}})"),
        "model.merges: expected an array"},
@@ -72,17 +78,21 @@ TEST(BadTokenizer, ErrorsNameTheField) {
                      R"({"type": "Whitespace"})"),
        "pre_tokenizer.type: unsupported \"Whitespace\" (strata supports "
        "ByteLevel, Split, Metaspace and Sequence"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})",
-                     R"({"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": []})",
+           R"({"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Digits"}]})"),
        "pre_tokenizer.pretokenizers[1].type: unsupported \"Digits\""},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})",
-                     R"({"type": "Split", "pattern": {"Regex": "(?<=a)b"}, "behavior": "Isolated"})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": []})",
+           R"({"type": "Split", "pattern": {"Regex": "(?<=a)b"}, "behavior": "Isolated"})"),
        "pre_tokenizer.pattern: RE2 cannot compile the pattern"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})",
-                     R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "MergedWithNext"})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": []})",
+           R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "MergedWithNext"})"),
        "pre_tokenizer.behavior: unsupported behavior"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})",
-                     R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": true})"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": []})",
+           R"({"type": "Split", "pattern": {"Regex": "a"}, "behavior": "Isolated", "invert": true})"),
        "pre_tokenizer.invert: inverted splits are not supported"},
       {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})", "null",
                      R"(, "normalizer": {"type": "NFKC"})"),
@@ -97,8 +107,9 @@ TEST(BadTokenizer, ErrorsNameTheField) {
       {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})", "null",
                      R"(, "truncation": {"max_length": 5})"),
        "truncation: must be null"},
-      {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})", "null",
-                     R"(, "added_tokens": [{"id": 0, "content": "x", "single_word": true}])"),
+      {tokenizerJson(
+           R"({"type": "BPE", "vocab": {}, "merges": []})", "null",
+           R"(, "added_tokens": [{"id": 0, "content": "x", "single_word": true}])"),
        "added_tokens[0].single_word: single_word added tokens are not "
        "supported"},
       {tokenizerJson(R"({"type": "BPE", "vocab": {}, "merges": []})", "null",
@@ -114,8 +125,9 @@ TEST(BadTokenizer, ErrorsNameTheField) {
 // as themselves, despite LLVM 14's JSON parser.
 TEST(BadTokenizer, EscapedAstralCharacters) {
   auto t = text::loadTokenizer(
-      tokenizerJson(R"({"type": "BPE", "vocab": {"\ud840\udc00": 0, "\ud83d\ude00": 1, "\\": 2}, "merges": []})",
-                    "null"),
+      tokenizerJson(
+          R"({"type": "BPE", "vocab": {"\ud840\udc00": 0, "\ud83d\ude00": 1, "\\": 2}, "merges": []})",
+          "null"),
       "tok.json");
   ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
   std::vector<int32_t> ids;
@@ -124,10 +136,11 @@ TEST(BadTokenizer, EscapedAstralCharacters) {
 }
 
 TEST(BadTokenizer, NotATokenizerFile) {
-  EXPECT_NE(loadError("\x01\x02garbage").find(
-                "tok.json: error: neither a tokenizer.json (a JSON object) "
+  EXPECT_NE(
+      loadError("\x01\x02garbage")
+          .find("tok.json: error: neither a tokenizer.json (a JSON object) "
                 "nor a SentencePiece model"),
-            std::string::npos)
+      std::string::npos)
       << loadError("\x01\x02garbage");
   auto missing = text::loadTokenizerFile("/nonexistent/tokenizer.json");
   ASSERT_FALSE(bool(missing));
@@ -147,8 +160,9 @@ TEST(BadTokenizer, BadTextAndIds) {
             "SentencePiece tokenizers read UTF-8 text");
   auto d = (*t)->decode({0, 7});
   ASSERT_FALSE(bool(d));
-  EXPECT_EQ(llvm::toString(d.takeError()),
-            "token id 7 at position 1 is not in the tokenizer's vocabulary of 3");
+  EXPECT_EQ(
+      llvm::toString(d.takeError()),
+      "token id 7 at position 1 is not in the tokenizer's vocabulary of 3");
 }
 
 } // namespace

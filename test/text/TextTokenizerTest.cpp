@@ -9,8 +9,8 @@
 // tokenizer.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/data/Tokenizer.h"
 #include "runtime/text/TextTokenizer.h"
+#include "runtime/data/Tokenizer.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -32,8 +32,9 @@ std::string refPath(llvm::StringRef name) {
 llvm::json::Value readCases(llvm::StringRef name) {
   std::string path = refPath((name + ".cases.json").str());
   auto buf = llvm::MemoryBuffer::getFile(path);
-  EXPECT_TRUE(bool(buf)) << path << " is missing (the text.references test "
-                                    "writes it)";
+  EXPECT_TRUE(bool(buf)) << path
+                         << " is missing (the text.references test "
+                            "writes it)";
   if (!buf)
     return nullptr;
   auto v = llvm::json::parse((*buf)->getBuffer());
@@ -61,8 +62,8 @@ std::string firstDifference(const std::vector<int32_t> &got,
   };
   return "ids differ at " + std::to_string(i) + " (strata has " +
          std::to_string(got.size()) + ", reference " +
-         std::to_string(want.size()) + "): strata " + at(got) +
-         ", reference " + at(want);
+         std::to_string(want.size()) + "): strata " + at(got) + ", reference " +
+         at(want);
 }
 
 /// A printable excerpt of a case's text for failure messages.
@@ -109,14 +110,16 @@ void checkAgainstReference(llvm::StringRef name) {
       if (auto skip = o.getString("decoded_skip")) {
         auto d = (*tok)->decode(special, true);
         ASSERT_TRUE(bool(d));
-        EXPECT_EQ(*d, *skip) << name.str() << " skipping specials: " << excerpt(text);
+        EXPECT_EQ(*d, *skip)
+            << name.str() << " skipping specials: " << excerpt(text);
       }
     }
     bool hasSpecialText = text.contains("<s>") || text.contains("<unk>");
     if (roundtrip == "all" || (roundtrip == "plain" && !hasSpecialText)) {
       auto back = (*tok)->decode(plain, false);
       ASSERT_TRUE(bool(back));
-      EXPECT_EQ(*back, text.str()) << name.str() << " round trip: " << excerpt(text);
+      EXPECT_EQ(*back, text.str())
+          << name.str() << " round trip: " << excerpt(text);
     }
     ++checked;
   }
@@ -124,13 +127,19 @@ void checkAgainstReference(llvm::StringRef name) {
 }
 
 TEST(HfTokenizerJson, Gpt2ByteLevel) { checkAgainstReference("gpt2"); }
-TEST(HfTokenizerJson, Gpt2AddPrefixSpace) { checkAgainstReference("gpt2_prefix"); }
+TEST(HfTokenizerJson, Gpt2AddPrefixSpace) {
+  checkAgainstReference("gpt2_prefix");
+}
 TEST(HfTokenizerJson, Llama3Regex) { checkAgainstReference("llama3"); }
 TEST(HfTokenizerJson, Llama2ByteFallback) { checkAgainstReference("llama2"); }
-TEST(HfTokenizerJson, Llama2Metaspace) { checkAgainstReference("llama2_metaspace"); }
+TEST(HfTokenizerJson, Llama2Metaspace) {
+  checkAgainstReference("llama2_metaspace");
+}
 TEST(HfTokenizerJson, Llama2UnkFused) { checkAgainstReference("llama2_unk"); }
 // transformers' LlamaTokenizerFast conversion of a SentencePiece model.
-TEST(HfTokenizerJson, Llama2Converted) { checkAgainstReference("llama2_converted"); }
+TEST(HfTokenizerJson, Llama2Converted) {
+  checkAgainstReference("llama2_converted");
+}
 TEST(SentencePieceModel, BpeByteFallback) { checkAgainstReference("sp_bpe"); }
 TEST(SentencePieceModel, UnigramNfkc) { checkAgainstReference("sp_unigram"); }
 

@@ -1,4 +1,5 @@
-//===- RunSafetyTest.cpp - Training runs stop cleanly and lose nothing -----===//
+//===- RunSafetyTest.cpp - Training runs stop cleanly and lose nothing
+//-----===//
 //
 // Runs the strata binary on a tiny Llama: non-finite values in specs and
 // checkpoints are refused, a diverging run stops naming the step and keeps
@@ -55,8 +56,7 @@ protected:
          "make_vocab_size_divisible_by: 16\n"
          "hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 32 seq_len: 8 "
          "micro_batch: 4 dropout: 0.1\n"
-      << extra
-      << "\ntraining { steps: 4 lr: " << lr
+      << extra << "\ntraining { steps: 4 lr: " << lr
       << " min_lr: 1e-3 warmup: 1 grad_accum: 2 eval_every: 0 seed: 3 "
          "grad_clip: 1.0 }\n";
     return dir_.path("spec.textproto");
@@ -64,9 +64,10 @@ protected:
 
   /// `strata train SPEC` on the test's text into dir_/out, plus `args`.
   std::vector<std::string> train(std::vector<std::string> args = {}) {
-    std::vector<std::string> a = {"train", dir_.path("spec.textproto"),
-                                  "--data", dir_.path("text.txt"),
-                                  "--sample", "0", "--out", out()};
+    std::vector<std::string> a = {"train",    dir_.path("spec.textproto"),
+                                  "--data",   dir_.path("text.txt"),
+                                  "--sample", "0",
+                                  "--out",    out()};
     a.insert(a.end(), args.begin(), args.end());
     return a;
   }
@@ -94,7 +95,8 @@ protected:
     while (!ready() && since(t0) < 60)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     ::kill(pi.Pid, sig);
-    pi = llvm::sys::Wait(pi, /*SecondsToWait=*/60, /*WaitUntilTerminates=*/true);
+    pi =
+        llvm::sys::Wait(pi, /*SecondsToWait=*/60, /*WaitUntilTerminates=*/true);
     Result r;
     r.rc = pi.ReturnCode;
     r.out = read(outFile);
@@ -149,8 +151,7 @@ TEST_F(RunSafety, DivergedRunStopsNamingTheStepAndKeepsTheLastCheckpoint) {
   spec();
   ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
   spec("", "1e30");
-  Result r =
-      strata(train({"--resume", "--steps", "50", "--save-every", "1"}));
+  Result r = strata(train({"--resume", "--steps", "50", "--save-every", "1"}));
   EXPECT_EQ(r.rc, 1);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(
@@ -197,10 +198,10 @@ void writeCheckpointBytes(const std::string &path, const Checkpoint &ckpt) {
   }
   data.resize((data.size() + 63) / 64 * 64, '\0');
   std::string header;
-  llvm::raw_string_ostream(header) << llvm::json::Value(llvm::json::Object{
-      {"meta", llvm::json::Object(ckpt.meta)},
-      {"data_bytes", int64_t(data.size())},
-      {"tensors", std::move(entries)}});
+  llvm::raw_string_ostream(header) << llvm::json::Value(
+      llvm::json::Object{{"meta", llvm::json::Object(ckpt.meta)},
+                         {"data_bytes", int64_t(data.size())},
+                         {"tensors", std::move(entries)}});
   std::string file(24, '\0');
   std::memcpy(&file[0], "STRATACK", 8);
   endian::write32le(&file[8], kCheckpointVersion);
@@ -248,8 +249,8 @@ TEST_F(RunSafety, SignalsSaveTheRunAndExitWithTheUsualCodes) {
     int stoppedAt = std::stoi(m[2]);
     EXPECT_EQ(checkpointStep(), stoppedAt);
     EXPECT_EQ(int(lossSteps().size()), stoppedAt);
-    Result resumed = strata(
-        train({"--resume", "--steps", std::to_string(stoppedAt + 2)}));
+    Result resumed =
+        strata(train({"--resume", "--steps", std::to_string(stoppedAt + 2)}));
     EXPECT_EQ(resumed.rc, 0) << resumed.err;
     EXPECT_EQ(int(lossSteps().size()), stoppedAt + 2);
   }
@@ -261,11 +262,12 @@ TEST_F(RunSafety, PreviousRunInOutIsNeverSilentlyReplaced) {
   std::string before = read(out() + "/checkpoint.bin");
   Result again = strata(train({"--steps", "2"}));
   EXPECT_EQ(again.rc, 1);
-  EXPECT_NE(again.err.find("strata train: error: " + out() +
-                           ": holds a previous run (checkpoint.bin, "
-                           "metrics.jsonl); pass --resume to continue it, "
-                           "--overwrite to replace it, or choose another --out"),
-            std::string::npos)
+  EXPECT_NE(
+      again.err.find("strata train: error: " + out() +
+                     ": holds a previous run (checkpoint.bin, "
+                     "metrics.jsonl); pass --resume to continue it, "
+                     "--overwrite to replace it, or choose another --out"),
+      std::string::npos)
       << again.err;
   EXPECT_EQ(read(out() + "/checkpoint.bin"), before);
   Result both = strata(train({"--resume", "--overwrite"}));
@@ -302,15 +304,14 @@ TEST_F(RunSafety, ResumeCutsMetricsBackToTheCheckpoint) {
 TEST_F(RunSafety, ResumeWithAChangedModelNamesTheFields) {
   spec();
   ASSERT_EQ(strata(train({"--steps", "2"})).rc, 0);
-  Result r =
-      strata(train({"--resume", "--dropout", "0.2", "--batch", "2"}));
+  Result r = strata(train({"--resume", "--dropout", "0.2", "--batch", "2"}));
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("the checkpoint was trained with a different "
                        "micro_batch, dropout (resume with the spec"),
             std::string::npos)
       << r.err;
-  Result schedule = strata(train(
-      {"--resume", "--steps", "3", "--warmup", "0", "--min-lr", "1e-4"}));
+  Result schedule = strata(
+      train({"--resume", "--steps", "3", "--warmup", "0", "--min-lr", "1e-4"}));
   EXPECT_EQ(schedule.rc, 0) << schedule.err;
   EXPECT_NE(schedule.out.find("note: resuming with a changed training.min_lr"),
             std::string::npos)
@@ -365,10 +366,10 @@ TEST_F(RunSafety, ImpossibleLayoutFailsBeforeCreatingDevices) {
 // exits 143.
 TEST_F(RunSafety, LaunchedJobSavesOnSigterm) {
   spec();
-  std::vector<std::string> args = {"launch", "--nproc", "2", "--master-port",
-                                   "0", "--", "strata"};
-  for (std::string &a : train({"--tp", "2", "--steps", "100000",
-                               "--log-every", "1"}))
+  std::vector<std::string> args = {
+      "launch", "--nproc", "2", "--master-port", "0", "--", "strata"};
+  for (std::string &a :
+       train({"--tp", "2", "--steps", "100000", "--log-every", "1"}))
     args.push_back(a);
   Result r = interrupt(args, SIGTERM, [&] { return lossSteps().size() >= 2; });
   EXPECT_EQ(r.rc, 143) << r.err;

@@ -1,4 +1,5 @@
-//===- TorchParityTest.cpp - strata training vs an independent PyTorch model -===//
+//===- TorchParityTest.cpp - strata training vs an independent PyTorch model
+//-===//
 //
 // test/reference/make_reference.py builds the same GPT / Llama in PyTorch from
 // docs/models.md (written independently of strata), draws weights and a batch,
@@ -9,17 +10,18 @@
 // Tolerance (f32 on both sides): |strata - torch| <= 1e-4 * max|torch| + 1e-9
 // per tensor. Both compute in f32 with different summation orders (OpenBLAS
 // vs torch's GEMM blocking, our double-accumulated norms), giving relative
-// differences around 1e-7 (seen: 2e-7 on logits); 1e-4 leaves margin for error growth through two
-// layers and 10 optimizer steps while any real bug (a wrong scale, a missing
-// term, a transposed weight) is orders of magnitude larger. The absolute
-// 1e-9 floor covers gradients that are zero in exact arithmetic (GPT's
-// attention key bias, which softmax ignores), where both sides hold noise.
+// differences around 1e-7 (seen: 2e-7 on logits); 1e-4 leaves margin for error
+// growth through two layers and 10 optimizer steps while any real bug (a wrong
+// scale, a missing term, a transposed weight) is orders of magnitude larger.
+// The absolute 1e-9 floor covers gradients that are zero in exact arithmetic
+// (GPT's attention key bias, which softmax ignores), where both sides hold
+// noise.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/Models.h"
+#include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/io/TensorArchive.h"
-#include "runtime/Executable.h"
 #include "runtime/parallel/TrainingSession.h"
 
 #include "llvm/Support/JSON.h"
@@ -43,12 +45,17 @@ constexpr double kRelTol = 1e-4, kAbsTol = 1e-9;
            << " elements";
   double scale = 0, worst = 0;
   int64_t at = 0;
-  for (int64_t i = 0; i < b.numElements(); ++i) scale = std::max(scale, std::fabs(b.get(i)));
+  for (int64_t i = 0; i < b.numElements(); ++i)
+    scale = std::max(scale, std::fabs(b.get(i)));
   for (int64_t i = 0; i < a.numElements(); ++i) {
     double d = std::fabs(a.get(i) - b.get(i));
-    if (!(d <= worst)) { worst = d; at = i; }
+    if (!(d <= worst)) {
+      worst = d;
+      at = i;
+    }
   }
-  if (worst <= kRelTol * scale + kAbsTol) return ::testing::AssertionSuccess();
+  if (worst <= kRelTol * scale + kAbsTol)
+    return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << what << ": worst |diff| " << worst << " at element " << at
          << " (strata " << a.get(at) << ", torch " << b.get(at)
@@ -65,16 +72,18 @@ struct Reference {
 std::optional<Reference> loadReference(const std::string &model) {
   std::string dir = std::string(STRATA_TORCH_REF_DIR) + "/" + model;
   auto buf = llvm::MemoryBuffer::getFile(dir + "/config.json");
-  if (!buf) return std::nullopt;
+  if (!buf)
+    return std::nullopt;
   auto json = llvm::json::parse((*buf)->getBuffer());
   EXPECT_TRUE(bool(json)) << llvm::toString(json.takeError());
   Reference r;
   r.config = *json->getAsObject();
-  for (auto [sub, archive] : {std::pair{"init", &r.init}, {"step0", &r.step0},
-                              {"train", &r.train}}) {
+  for (auto [sub, archive] :
+       {std::pair{"init", &r.init}, {"step0", &r.step0}, {"train", &r.train}}) {
     auto a = TensorArchive::read(dir + "/" + sub);
     EXPECT_TRUE(bool(a)) << llvm::toString(a.takeError());
-    if (!a) return std::nullopt;
+    if (!a)
+      return std::nullopt;
     *archive = std::move(*a);
   }
   return r;
@@ -84,7 +93,8 @@ ModelConfig configFrom(const llvm::json::Object &j) {
   auto i = [&](const char *k) { return *j.getInteger(k); };
   auto f = [&](const char *k) { return *j.getNumber(k); };
   ModelConfig c;
-  c.family = *j.getString("family") == "gpt" ? pb::ModelSpec::GPT : pb::ModelSpec::LLAMA;
+  c.family = *j.getString("family") == "gpt" ? pb::ModelSpec::GPT
+                                             : pb::ModelSpec::LLAMA;
   c.name = "reference";
   c.vocab = i("real_vocab");
   c.paddedVocab = i("vocab");
@@ -106,8 +116,9 @@ ModelConfig configFrom(const llvm::json::Object &j) {
 
 TrainOptions optionsFrom(const llvm::json::Object &j) {
   TrainOptions o;
-  o.schedule = LRSchedule{*j.getNumber("lr"), *j.getNumber("min_lr"),
-                          *j.getInteger("warmup"), *j.getInteger("decay_iters")};
+  o.schedule =
+      LRSchedule{*j.getNumber("lr"), *j.getNumber("min_lr"),
+                 *j.getInteger("warmup"), *j.getInteger("decay_iters")};
   o.optimizer.beta1 = *j.getNumber("beta1");
   o.optimizer.beta2 = *j.getNumber("beta2");
   o.optimizer.eps = *j.getNumber("eps");
@@ -120,18 +131,20 @@ class TorchParity : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
   auto ref = loadReference(GetParam());
-  if (!ref) GTEST_SKIP() << "no PyTorch reference archives (python3-torch missing?)";
+  if (!ref)
+    GTEST_SKIP() << "no PyTorch reference archives (python3-torch missing?)";
   ModelConfig cfg = configFrom(ref->config);
   Graph forward = buildModelGraph(cfg);
   CpuDevice dev;
-  auto session =
-      TrainingSession::create(forward, forward, optionsFrom(ref->config), ParallelConfig{});
+  auto session = TrainingSession::create(
+      forward, forward, optionsFrom(ref->config), ParallelConfig{});
   ASSERT_TRUE(bool(session)) << llvm::toString(session.takeError());
   Trainer &t = (*session)->trainer();
 
   // Every strata parameter comes from the reference, and vice versa.
   size_t numParams = forward.params().size();
-  ASSERT_FALSE(bool(t.loadParams([&](llvm::StringRef n) { return ref->init.lookup(n); })));
+  ASSERT_FALSE(bool(
+      t.loadParams([&](llvm::StringRef n) { return ref->init.lookup(n); })));
   size_t refParams = 0;
   for (const NamedTensor &nt : ref->init.tensors())
     refParams += nt.name != "tokens" && nt.name != "labels";
@@ -141,7 +154,8 @@ TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
 
   // Logits: the forward graph with the cross-entropy's input as its output.
   Graph logitsGraph = forward;
-  const Node &ce = logitsGraph.node(logitsGraph.value(logitsGraph.outputs()[0]).defNode);
+  const Node &ce =
+      logitsGraph.node(logitsGraph.value(logitsGraph.outputs()[0]).defNode);
   ASSERT_EQ(ce.op, OpKind::CrossEntropy);
   logitsGraph.setOutputs({ce.operands[0]});
   auto logitsRun = Executable::create(logitsGraph, dev);
@@ -182,7 +196,8 @@ TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
     ASSERT_TRUE(bool(st)) << llvm::toString(st.takeError());
     ours.set(s, st->loss);
     if (const HostTensor *norms = ref->train.lookup("grad_norm")) {
-      EXPECT_NEAR(st->gradNorm, norms->get(s), 1e-4 * norms->get(s)) << "step " << s;
+      EXPECT_NEAR(st->gradNorm, norms->get(s), 1e-4 * norms->get(s))
+          << "step " << s;
     }
   }
   EXPECT_TRUE(closeTo(ours, losses, "losses of 10 AdamW steps"));
@@ -190,8 +205,10 @@ TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
   ASSERT_TRUE(bool(state)) << llvm::toString(state.takeError());
   size_t finals = 0;
   for (auto &[name, tensor] : *state) {
-    if (llvm::StringRef(name).startswith("adam_")) continue;
-    EXPECT_TRUE(closeTo(tensor, *ref->train.lookup("final." + name), "final." + name));
+    if (llvm::StringRef(name).startswith("adam_"))
+      continue;
+    EXPECT_TRUE(
+        closeTo(tensor, *ref->train.lookup("final." + name), "final." + name));
     ++finals;
   }
   EXPECT_EQ(finals, numParams);

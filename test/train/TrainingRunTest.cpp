@@ -1,12 +1,13 @@
-//===- TrainingRunTest.cpp - Determinism and exact resume of training runs -===//
+//===- TrainingRunTest.cpp - Determinism and exact resume of training runs
+//-===//
 //
 // Same seed, same run: two runs give bitwise-identical losses. A run stopped
 // after 3 steps and resumed to 6 gives bitwise the losses of an uninterrupted
 // 6-step run (with dropout on, so the counter-based masks are covered too).
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/io/Checkpoint.h"
 #include "runtime/train/TrainingRun.h"
+#include "runtime/io/Checkpoint.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -37,7 +38,7 @@ protected:
     pb::ModelSpec &s = o.spec;
     s.set_name("t");
     s.set_family(pb::ModelSpec::LLAMA);
-    s.set_vocab_size(1);  // replaced by the data's vocabulary
+    s.set_vocab_size(1); // replaced by the data's vocabulary
     s.set_make_vocab_size_divisible_by(8);
     s.set_hidden(16);
     s.set_layers(1);
@@ -70,7 +71,8 @@ protected:
     for (llvm::StringRef line : lines) {
       auto v = llvm::json::parse(line);
       EXPECT_TRUE(bool(v)) << llvm::toString(v.takeError());
-      if (auto l = v->getAsObject()->getNumber("loss")) r.push_back(*l);
+      if (auto l = v->getAsObject()->getNumber("loss"))
+        r.push_back(*l);
     }
     return r;
   }
@@ -90,14 +92,14 @@ TEST_F(TrainingRunTest, SameSeedSameLossesAndExactResume) {
   run(options("b", 6));
   std::vector<double> a = losses("a"), b = losses("b");
   ASSERT_EQ(a.size(), 6u);
-  EXPECT_EQ(a, b);  // bitwise
+  EXPECT_EQ(a, b); // bitwise
   EXPECT_LT(a.back(), a.front());
 
   run(options("c", 3));
   RunOptions resumed = options("c", 6);
   resumed.resume = true;
   run(resumed);
-  EXPECT_EQ(losses("c"), a);  // steps 0-2, then 3-5 after the resume, bitwise
+  EXPECT_EQ(losses("c"), a); // steps 0-2, then 3-5 after the resume, bitwise
 
   auto ckpt = loadCheckpoint(checkpointPath(dir_ + "/c"));
   ASSERT_TRUE(bool(ckpt)) << llvm::toString(ckpt.takeError());

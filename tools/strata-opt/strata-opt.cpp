@@ -1,4 +1,5 @@
-//===- strata-opt.cpp - Runs passes on IR text (the mlir-opt of strata) ----===//
+//===- strata-opt.cpp - Runs passes on IR text (the mlir-opt of strata)
+//----===//
 //
 //   strata-opt FILE.ir --passes=a,b{k=v} [--print-ir-after=NAME|all]
 //              [--dump-dir=DIR] [--no-verify] [--split-input-file] [-o OUT]
@@ -28,26 +29,30 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::init("-"),
                                       cl::cat(optCategory));
 static cl::opt<std::string> outputFile("o", cl::init("-"),
                                        cl::desc("Output file (default stdout)"),
-                                       cl::value_desc("file"), cl::cat(optCategory));
+                                       cl::value_desc("file"),
+                                       cl::cat(optCategory));
 static cl::opt<std::string> passPipeline(
     "passes",
     cl::desc("Pass pipeline, e.g. 'dce' or "
              "'megatron-seeds{tp=2,dp=2},spmd,dce' (--list-passes names them)"),
     cl::value_desc("pipeline"), cl::cat(optCategory));
-static cl::opt<std::string> printIrAfter(
-    "print-ir-after", cl::desc("Print the IR to stderr after this pass (or 'all')"),
-    cl::value_desc("pass|all"), cl::cat(optCategory));
-static cl::opt<std::string> dumpDir(
-    "dump-dir", cl::desc("Write the IR before and after each pass as NN-<pass>.ir"),
-    cl::value_desc("dir"), cl::cat(optCategory));
-static cl::opt<bool> noVerify("no-verify",
-                              cl::desc("Do not run the verifier between passes"),
-                              cl::cat(optCategory));
+static cl::opt<std::string>
+    printIrAfter("print-ir-after",
+                 cl::desc("Print the IR to stderr after this pass (or 'all')"),
+                 cl::value_desc("pass|all"), cl::cat(optCategory));
+static cl::opt<std::string>
+    dumpDir("dump-dir",
+            cl::desc("Write the IR before and after each pass as NN-<pass>.ir"),
+            cl::value_desc("dir"), cl::cat(optCategory));
+static cl::opt<bool>
+    noVerify("no-verify", cl::desc("Do not run the verifier between passes"),
+             cl::cat(optCategory));
 static cl::opt<bool> splitInputFile(
     "split-input-file",
     cl::desc("Process each '# -----' chunk of the input separately"),
     cl::cat(optCategory));
-static cl::opt<bool> listPasses("list-passes", cl::desc("List the registered passes"),
+static cl::opt<bool> listPasses("list-passes",
+                                cl::desc("List the registered passes"),
                                 cl::cat(optCategory));
 
 namespace {
@@ -75,7 +80,8 @@ std::vector<std::string> splitChunks(llvm::StringRef text) {
 llvm::Expected<std::string> processChunk(llvm::StringRef text,
                                          llvm::StringRef bufferName) {
   auto graph = parseGraph(text, bufferName);
-  if (!graph) return graph.takeError();
+  if (!graph)
+    return graph.takeError();
   PassManagerOptions options;
   options.verifyEach = !noVerify;
   options.printIrAfter = printIrAfter;
@@ -83,22 +89,27 @@ llvm::Expected<std::string> processChunk(llvm::StringRef text,
   PassManager pm(std::move(options));
   auto fail = [&](llvm::Error e) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   bufferName + ": error: " + toString(std::move(e)));
+                                   bufferName +
+                                       ": error: " + toString(std::move(e)));
   };
-  if (auto e = pm.addPipeline(passPipeline)) return fail(std::move(e));
+  if (auto e = pm.addPipeline(passPipeline))
+    return fail(std::move(e));
   auto entries = parsePipeline(passPipeline);
-  if (!entries) return fail(entries.takeError());
+  if (!entries)
+    return fail(entries.takeError());
   if (llvm::none_of(*entries, [](const PipelineEntry &e) {
         return e.name == "pipeline" || e.name == "memory";
       })) {
     auto changed = pm.run(*graph);
-    if (!changed) return fail(changed.takeError());
+    if (!changed)
+      return fail(changed.takeError());
     return graphToString(*graph);
   }
   CompiledPipeline program;
   program.micro = std::move(*graph);
   auto changed = pm.run(program);
-  if (!changed) return fail(changed.takeError());
+  if (!changed)
+    return fail(changed.takeError());
   std::string out;
   llvm::raw_string_ostream os(out);
   if (program.pipeline.stages.empty())
@@ -149,10 +160,12 @@ int main(int argc, char **argv) {
       failed = true;
       continue;
     }
-    if (i) output += "# -----\n";
+    if (i)
+      output += "# -----\n";
     output += *result;
   }
-  if (failed) return 1;
+  if (failed)
+    return 1;
   if (auto e = llvm::writeToOutput(outputFile, [&](llvm::raw_ostream &os) {
         os << output;
         return llvm::Error::success();

@@ -46,13 +46,13 @@ Error printCheckpointSummary(raw_ostream &os, StringRef path) {
   os << "checkpoint " << path << " (written by `strata train`)\n";
   row("step", Twine(ckpt->meta.getInteger("step").getValueOr(0)) + " of " +
                   Twine(spec->training().steps()));
-  row("model", (spec->name().empty() ? c.familyName() : StringRef(spec->name())) +
-                   " (" + c.familyName() + ", " + withCommas(params) +
-                   " params: " + Twine(c.layers) + " layers, hidden " +
-                   Twine(c.hidden) + ", " + Twine(c.heads) + " heads, seq_len " +
-                   Twine(c.seq) + ")");
-  row("tokenizer", tokenizer->name() + ", vocab " +
-                       Twine(tokenizer->vocabSize()));
+  row("model",
+      (spec->name().empty() ? c.familyName() : StringRef(spec->name())) + " (" +
+          c.familyName() + ", " + withCommas(params) +
+          " params: " + Twine(c.layers) + " layers, hidden " + Twine(c.hidden) +
+          ", " + Twine(c.heads) + " heads, seq_len " + Twine(c.seq) + ")");
+  row("tokenizer",
+      tokenizer->name() + ", vocab " + Twine(tokenizer->vocabSize()));
   if (auto data = ckpt->meta.getString("data"))
     row("data", *data);
   row("tensors", Twine(ckpt->tensors.size()) + " (" + Twine(paramTensors) +

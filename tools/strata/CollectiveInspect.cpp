@@ -1,4 +1,5 @@
-//===- CollectiveInspect.cpp - `strata inspect PLAN --collectives` ---------===//
+//===- CollectiveInspect.cpp - `strata inspect PLAN --collectives`
+//---------===//
 #include "tools/strata/CollectiveInspect.h"
 
 #include "proto/GraphProto.h"
@@ -8,8 +9,8 @@
 
 namespace strata {
 
-llvm::Expected<std::vector<CollectiveUse>>
-planCollectives(const pb::Plan &plan, int64_t rank) {
+llvm::Expected<std::vector<CollectiveUse>> planCollectives(const pb::Plan &plan,
+                                                           int64_t rank) {
   std::vector<CollectiveUse> uses;
   auto add = [&](const std::string &label, const pb::Graph &proto,
                  int64_t runs) -> llvm::Error {
@@ -63,13 +64,13 @@ llvm::Error printCollectives(llvm::raw_ostream &os, const pb::Plan &plan) {
       return uses.takeError();
     os << "pipeline rank " << r << " (stages " << stagesOf(plan, r) << ")\n";
     os << llvm::formatv("  {0,-22} {1,5}  {2,-17} {3,-12} {4,11} {5,11}  {6}\n",
-                        "program", "runs", "op", "group", "bytes",
-                        "sent/call", "why (scope: reason)");
+                        "program", "runs", "op", "group", "bytes", "sent/call",
+                        "why (scope: reason)");
     for (const CollectiveUse &u : *uses)
-      os << llvm::formatv("  {0,-22} {1,5}  {2,-17} {3,-12} {4,11} {5,11}  {6}\n",
-                          u.program, "x" + std::to_string(u.runsPerStep),
-                          opLabel(u), groupLabel(u), formatBytes(u.bytes),
-                          formatBytes(u.sentBytes), provenance(u));
+      os << llvm::formatv(
+          "  {0,-22} {1,5}  {2,-17} {3,-12} {4,11} {5,11}  {6}\n", u.program,
+          "x" + std::to_string(u.runsPerStep), opLabel(u), groupLabel(u),
+          formatBytes(u.bytes), formatBytes(u.sentBytes), provenance(u));
     if (uses->empty())
       os << "  (none: every value this rank needs is local)\n";
     os << "  per step:";

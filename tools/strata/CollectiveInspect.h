@@ -1,4 +1,5 @@
-//===- CollectiveInspect.h - `strata inspect PLAN --collectives` -----------===//
+//===- CollectiveInspect.h - `strata inspect PLAN --collectives`
+//-----------===//
 //
 // Lists every collective of a compiled training step per pipeline rank: the
 // program it is in and how often that program runs per optimizer step (F and
@@ -20,8 +21,8 @@
 namespace strata {
 
 /// The collectives of pipeline rank `rank`'s programs in a plan.
-llvm::Expected<std::vector<CollectiveUse>>
-planCollectives(const pb::Plan &plan, int64_t rank);
+llvm::Expected<std::vector<CollectiveUse>> planCollectives(const pb::Plan &plan,
+                                                           int64_t rank);
 
 llvm::Error printCollectives(llvm::raw_ostream &os, const pb::Plan &plan);
 

@@ -120,8 +120,8 @@ Expected<ParallelCompileOptions> parallelOptions(const pb::ModelSpec &spec) {
     o.memoryBudget = *bytes;
   }
   if (o.pp > 1 || o.recompute != RecomputeMode::None)
-    if (Error e = checkPipelineFlags(o.schedule, o.pp, o.microbatches,
-                                     spec.layers()))
+    if (Error e =
+            checkPipelineFlags(o.schedule, o.pp, o.microbatches, spec.layers()))
       return std::move(e);
   o.layersPerStage.assign(layersPerStage.begin(), layersPerStage.end());
   o.savedState = *parseSavedStateModel(savedState);

@@ -72,7 +72,8 @@ static llvm::Error checkpointNotAccepted(llvm::StringRef path,
       llvm::inconvertibleErrorCode(),
       path + ": error: this is a training checkpoint, not " + wanted +
           " (`strata inspect " + path + "` summarizes it, `strata generate " +
-          path + "` samples from it, `strata train SPEC --out DIR --resume` "
+          path +
+          "` samples from it, `strata train SPEC --out DIR --resume` "
           "continues it)");
 }
 

@@ -67,8 +67,8 @@ FlagRule inInterval(const cl::opt<double> &flag, double lo, double hi,
     else if (std::isinf(lo))
       bound = (openHi ? "< " : "<= ") + formatNumber(hi);
     else
-      bound = "in " + std::string(openLo ? "(" : "[") + formatNumber(lo) + ", " +
-              formatNumber(hi) + (openHi ? ")" : "]");
+      bound = "in " + std::string(openLo ? "(" : "[") + formatNumber(lo) +
+              ", " + formatNumber(hi) + (openHi ? ")" : "]");
     return "must be a finite number " + bound + ", got " + formatNumber(v);
   };
   return {&flag, violation, hint.str()};

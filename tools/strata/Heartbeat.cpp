@@ -1,12 +1,13 @@
-//===- Heartbeat.cpp - A rank's sign of life for `strata launch` -----------===//
+//===- Heartbeat.cpp - A rank's sign of life for `strata launch`
+//-----------===//
 #include "tools/strata/Heartbeat.h"
 
 #include "llvm/ADT/StringRef.h"
 
 #include <cerrno>
 #include <csignal>
-#include <fcntl.h>
 #include <cstdlib>
+#include <fcntl.h>
 #include <thread>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ void startHeartbeatFromEnvironment() {
   // Not inherited by what this process starts (the kernel compiler).
   unsetenv(kHeartbeatFdVar);
   fcntl(fd, F_SETFD, FD_CLOEXEC);
-  signal(SIGPIPE, SIG_IGN);  // a gone launcher is not this rank's death
+  signal(SIGPIPE, SIG_IGN); // a gone launcher is not this rank's death
   std::thread([fd] {
     const char beat = 1;
     while (::write(fd, &beat, 1) == 1 || errno == EINTR)

@@ -1,4 +1,5 @@
-//===- Heartbeat.h - A rank's sign of life for `strata launch` -------------===//
+//===- Heartbeat.h - A rank's sign of life for `strata launch`
+//-------------===//
 //
 // `strata launch` gives each rank the write end of a pipe in
 // STRATA_HEARTBEAT_FD. A strata process that finds it writes one byte a

@@ -1,4 +1,5 @@
-//===- KernelInspect.h - `strata inspect PLAN --kernels / --kernel-source` -===//
+//===- KernelInspect.h - `strata inspect PLAN --kernels / --kernel-source`
+//-===//
 //
 //   --kernels              per target library: its SHA-256, size, and the
 //                          symbol each fused node of each program runs

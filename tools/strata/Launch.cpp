@@ -1,4 +1,5 @@
-//===- Launch.cpp - `strata launch --nproc N -- COMMAND ...` ---------------===//
+//===- Launch.cpp - `strata launch --nproc N -- COMMAND ...`
+//---------------===//
 //
 // Starts N local processes of a multi-process job the way torchrun does:
 // each gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
@@ -11,8 +12,8 @@
 // A command named `strata` runs this very executable.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/strata/Heartbeat.h"
 #include "tools/strata/Flags.h"
+#include "tools/strata/Heartbeat.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -23,9 +24,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <optional>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <optional>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>

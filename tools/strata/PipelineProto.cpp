@@ -207,14 +207,14 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
     s.stash.assign(ps.stash().begin(), ps.stash().end());
     s.forwardFlops = ps.forward_flops();
     s.backwardFlops = ps.backward_flops();
-    auto fb = loadBindings(ps.forward_bindings(), s.forward,
-                           ProgramKind::Forward, &s,
-                           "stage " + llvm::Twine(s.index) + " F");
+    auto fb =
+        loadBindings(ps.forward_bindings(), s.forward, ProgramKind::Forward, &s,
+                     "stage " + llvm::Twine(s.index) + " F");
     if (!fb)
       return fb.takeError();
-    auto bb = loadBindings(ps.backward_bindings(), s.backward,
-                           ProgramKind::Backward, &s,
-                           "stage " + llvm::Twine(s.index) + " B");
+    auto bb =
+        loadBindings(ps.backward_bindings(), s.backward, ProgramKind::Backward,
+                     &s, "stage " + llvm::Twine(s.index) + " B");
     if (!bb)
       return bb.takeError();
     s.forwardBindings = std::move(*fb);
@@ -228,11 +228,12 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
     if (r >= pipe.optimizer_bindings_size())
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "rank " + llvm::Twine(r) + " optimizer has no binding table "
-          "(recompile the plan with `strata compile`)");
-    auto b = loadBindings(pipe.optimizer_bindings(r), *g,
-                          ProgramKind::Optimizer, nullptr,
-                          "rank " + llvm::Twine(r) + " optimizer");
+          "rank " + llvm::Twine(r) +
+              " optimizer has no binding table "
+              "(recompile the plan with `strata compile`)");
+    auto b =
+        loadBindings(pipe.optimizer_bindings(r), *g, ProgramKind::Optimizer,
+                     nullptr, "rank " + llvm::Twine(r) + " optimizer");
     if (!b)
       return b.takeError();
     p.optimizers.push_back(std::move(*g));
@@ -311,7 +312,8 @@ std::vector<codegen::TaggedProgram> taggedPrograms(const CompiledPipeline &c) {
     programs.push_back({"s" + j + "b", &s.backward});
   }
   for (size_t r = 0; r < c.pipeline.optimizers.size(); ++r)
-    programs.push_back({"r" + std::to_string(r) + "o", &c.pipeline.optimizers[r]});
+    programs.push_back(
+        {"r" + std::to_string(r) + "o", &c.pipeline.optimizers[r]});
   return programs;
 }
 } // namespace
@@ -330,8 +332,7 @@ llvm::Error checkKernels(const pb::Plan &plan, const CompiledPipeline &c) {
           "the plan's " + k.target() +
               " kernels are not what this strata generates for the plan's "
               "programs (written by strata " +
-              plan.strata_version() +
-              "; recompile the plan with this strata)");
+              plan.strata_version() + "; recompile the plan with this strata)");
   }
   return llvm::Error::success();
 }

@@ -30,7 +30,8 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan);
 
 /// Checks that the kernels the runtime generates for `compiled` (a plan's
 /// loaded programs) are the plan's: each library hashes the same.
-llvm::Error checkKernels(const pb::Plan &plan, const CompiledPipeline &compiled);
+llvm::Error checkKernels(const pb::Plan &plan,
+                         const CompiledPipeline &compiled);
 
 /// The schedule of a plan, rebuilt and validated.
 llvm::Expected<Schedule> scheduleFromProto(const pb::Schedule &s);

@@ -59,13 +59,12 @@ std::vector<LegendItem> legendItems(const Schedule &s) {
   std::vector<LegendItem> items;
   int64_t V = s.spec.virtualStages;
   for (int64_t c = 0; c < V && c < 4; ++c)
-    items.push_back({kForward[c], V > 1 ? "forward, chunk " +
-                                              std::to_string(c)
+    items.push_back({kForward[c], V > 1 ? "forward, chunk " + std::to_string(c)
                                         : "forward"});
   for (int64_t c = 0; c < V && c < 4; ++c)
-    items.push_back({kBackward[c], V > 1 ? "backward, chunk " +
-                                               std::to_string(c)
-                                         : "backward"});
+    items.push_back({kBackward[c], V > 1
+                                       ? "backward, chunk " + std::to_string(c)
+                                       : "backward"});
   items.push_back({kOptimizer, "optimizer step"});
   items.push_back({"#e6e6e6", "idle (bubble)"});
   items.push_back({"", "send -> recv"});

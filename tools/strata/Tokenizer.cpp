@@ -28,40 +28,53 @@ using namespace llvm;
 namespace strata {
 namespace {
 
-cl::SubCommand tokenizerCmd("tokenizer",
-                            "Train (byte-level BPE), encode or decode with a tokenizer");
+cl::SubCommand
+    tokenizerCmd("tokenizer",
+                 "Train (byte-level BPE), encode or decode with a tokenizer");
 cl::OptionCategory &cat = strataCategory();
 
-cl::opt<std::string> action(cl::Positional, cl::Required, cl::desc("<train | encode | decode>"),
+cl::opt<std::string> action(cl::Positional, cl::Required,
+                            cl::desc("<train | encode | decode>"),
                             cl::sub(tokenizerCmd), cl::cat(cat));
-cl::list<std::string> args(cl::Positional, cl::desc("<files (train, encode) | ids (decode)>"),
+cl::list<std::string> args(cl::Positional,
+                           cl::desc("<files (train, encode) | ids (decode)>"),
                            cl::sub(tokenizerCmd), cl::cat(cat));
-cl::opt<int64_t> vocabSize("vocab-size", cl::desc("train: tokens in the vocabulary, specials included"),
-                           cl::init(0), cl::sub(tokenizerCmd), cl::cat(cat));
+cl::opt<int64_t>
+    vocabSize("vocab-size",
+              cl::desc("train: tokens in the vocabulary, specials included"),
+              cl::init(0), cl::sub(tokenizerCmd), cl::cat(cat));
 cl::opt<std::string> output("o", cl::desc("train: the tokenizer.json to write"),
-                            cl::value_desc("file"), cl::sub(tokenizerCmd), cl::cat(cat));
-cl::list<std::string> specials("special", cl::desc("train: a special token, ids from 0 in order "
-                                                   "(default: <|endoftext|>)"),
-                               cl::sub(tokenizerCmd), cl::cat(cat));
-cl::opt<std::string> tokenizerPath("tokenizer",
-                                   cl::desc("encode/decode: byte or a tokenizer.json / .model path"),
-                                   cl::sub(tokenizerCmd), cl::cat(cat));
-cl::opt<bool> addSpecial("add-special-tokens",
-                         cl::desc("encode: add the tokenizer's special tokens (e.g. BOS), "
-                                  "as Hugging Face's encode() does by default"),
-                         cl::sub(tokenizerCmd), cl::cat(cat));
-cl::opt<bool> skipSpecial("skip-special-tokens", cl::desc("decode: leave special tokens out"),
+                            cl::value_desc("file"), cl::sub(tokenizerCmd),
+                            cl::cat(cat));
+cl::list<std::string>
+    specials("special",
+             cl::desc("train: a special token, ids from 0 in order "
+                      "(default: <|endoftext|>)"),
+             cl::sub(tokenizerCmd), cl::cat(cat));
+cl::opt<std::string> tokenizerPath(
+    "tokenizer",
+    cl::desc("encode/decode: byte or a tokenizer.json / .model path"),
+    cl::sub(tokenizerCmd), cl::cat(cat));
+cl::opt<bool> addSpecial(
+    "add-special-tokens",
+    cl::desc("encode: add the tokenizer's special tokens (e.g. BOS), "
+             "as Hugging Face's encode() does by default"),
+    cl::sub(tokenizerCmd), cl::cat(cat));
+cl::opt<bool> skipSpecial("skip-special-tokens",
+                          cl::desc("decode: leave special tokens out"),
                           cl::sub(tokenizerCmd), cl::cat(cat));
 
 Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(), "strata tokenizer: error: " + msg);
+  return createStringError(inconvertibleErrorCode(),
+                           "strata tokenizer: error: " + msg);
 }
 
 /// The bytes of `path`, or of stdin for "-".
 Expected<std::unique_ptr<MemoryBuffer>> readInput(StringRef path) {
-  auto buf = path == "-" ? MemoryBuffer::getSTDIN()
-                         : MemoryBuffer::getFile(path, /*IsText=*/false,
-                                                 /*RequiresNullTerminator=*/false);
+  auto buf = path == "-"
+                 ? MemoryBuffer::getSTDIN()
+                 : MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
   if (!buf)
     return usage(path + ": cannot read (" + buf.getError().message() + ")");
   return std::move(*buf);
@@ -115,9 +128,10 @@ Error encode() {
   if (!buf)
     return buf.takeError();
   std::vector<int32_t> ids;
-  Error e = tok->textTokenizer()
-                ? tok->textTokenizer()->encode((*buf)->getBuffer(), ids, addSpecial)
-                : tok->encode((*buf)->getBuffer(), ids);
+  Error e =
+      tok->textTokenizer()
+          ? tok->textTokenizer()->encode((*buf)->getBuffer(), ids, addSpecial)
+          : tok->encode((*buf)->getBuffer(), ids);
   if (e)
     return usage(toString(std::move(e)));
   for (size_t i = 0; i < ids.size(); ++i)
@@ -146,8 +160,9 @@ Error decode() {
       return usage("'" + word + "' is not a token id (decode takes integers)");
     ids.push_back(id);
   }
-  auto out = tok->textTokenizer() ? tok->textTokenizer()->decode(ids, skipSpecial)
-                                  : tok->decode(ids);
+  auto out = tok->textTokenizer()
+                 ? tok->textTokenizer()->decode(ids, skipSpecial)
+                 : tok->decode(ids);
   if (!out)
     return usage(toString(out.takeError()));
   outs() << *out;
@@ -157,9 +172,10 @@ Error decode() {
 int runTokenizer() {
   Error e = action == "train"    ? train()
             : action == "encode" ? encode()
-            : action == "decode" ? decode()
-                                 : usage("unknown action '" + action +
-                                         "' (expected train, encode or decode)");
+            : action == "decode"
+                ? decode()
+                : usage("unknown action '" + action +
+                        "' (expected train, encode or decode)");
   if (e)
     return reportError(std::move(e));
   return kExitOk;

@@ -55,10 +55,10 @@ llvm::cl::OptionCategory &strataCategory();
 llvm::StringRef currentVerb();
 void setCurrentVerb(llvm::StringRef verb);
 
-/// `message` (one diagnostic per line) as `strata <verb>: <kind>: <loc>: <what>`
-/// lines, `kind` being error, warning or note. A line already in that form,
-/// in the compiler form `<loc>: <kind>: <what>` or bare is rewritten; indented
-/// lines (source excerpts) are kept as they are.
+/// `message` (one diagnostic per line) as `strata <verb>: <kind>: <loc>:
+/// <what>` lines, `kind` being error, warning or note. A line already in that
+/// form, in the compiler form `<loc>: <kind>: <what>` or bare is rewritten;
+/// indented lines (source excerpts) are kept as they are.
 std::string formatDiagnostic(llvm::StringRef kind, llvm::StringRef message);
 
 /// Prints `err` to stderr as formatDiagnostic("error", ...) and returns

@@ -44,7 +44,8 @@ cl::opt<bool> sp("sp",
 cl::opt<bool> distOpt("distributed-optimizer",
                       cl::desc("Shard the AdamW state over dp (ZeRO-1)"),
                       cl::sub(verifyCmd), cl::cat(cat));
-cl::opt<int64_t> pp("pp", cl::desc("Pipeline stages (default: a plan's, else 1)"),
+cl::opt<int64_t> pp("pp",
+                    cl::desc("Pipeline stages (default: a plan's, else 1)"),
                     cl::init(1), cl::sub(verifyCmd), cl::cat(cat));
 cl::opt<int64_t> microbatches(
     "microbatches",

@@ -13,10 +13,10 @@
 
 #include "llvm/Support/InitLLVM.h"
 
-#include <csignal>
-#include <system_error>
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
+#include <csignal>
+#include <system_error>
 
 #include <cstdio>
 #include <deque>
@@ -154,7 +154,8 @@ std::string clError(StringRef text) {
     StringRef value = what.take_until([](char c) { return c == ' '; });
     if (what.contains("value invalid for long") ||
         what.contains("value invalid for integer"))
-      return (flag + " takes an integer, got " + value + " (" + help + ")").str();
+      return (flag + " takes an integer, got " + value + " (" + help + ")")
+          .str();
     if (what.contains("value invalid for floating point"))
       return (flag + " takes a number, got " + value + " (" + help + ")").str();
     if (what.contains("must be specified at least once"))
@@ -202,8 +203,7 @@ int closeStdout(int code) {
   outs().clear_error();
   if (ec == std::errc::broken_pipe)
     return code ? code : 128 + SIGPIPE;
-  errs() << "strata: error: cannot write the output (" << ec.message()
-         << ")\n";
+  errs() << "strata: error: cannot write the output (" << ec.message() << ")\n";
   return 1;
 }
 

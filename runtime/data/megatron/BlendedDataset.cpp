@@ -33,7 +33,7 @@ llvm::Expected<Blend> parseBlend(llvm::StringRef text) {
   }
   if (words.size() % 2)
     return bad(llvm::Twine(words.size()) + " words, an odd count: a weight "
-               "or a prefix is missing");
+                                           "or a prefix is missing");
   if (words.size() / 2 >= 32767)
     return bad("more than 32766 datasets");
   std::vector<double> w;
@@ -43,8 +43,7 @@ llvm::Expected<Blend> parseBlend(llvm::StringRef text) {
       return bad("weight '" + words[i] + "' of dataset " +
                  llvm::Twine(i / 2 + 1) + " is not a number");
     if (x < 0)
-      return bad("weight " + words[i] + " of " + words[i + 1] +
-                 " is negative");
+      return bad("weight " + words[i] + " of " + words[i + 1] + " is negative");
     w.push_back(x);
     b.prefixes.push_back(words[i + 1].str());
   }
@@ -128,8 +127,8 @@ int BlendedSplit::datasetOf(int64_t i) const {
 
 llvm::Error BlendedSplit::sample(int64_t i, int32_t *out) const {
   if (i < 0 || i >= size_)
-    return fail(describe() + ": sample " + llvm::Twine(i) +
-                " is past the " + llvm::Twine(size_) +
+    return fail(describe() + ": sample " + llvm::Twine(i) + " is past the " +
+                llvm::Twine(size_) +
                 " samples built (the run asks for more samples than it "
                 "planned for)");
   const GPTDataset &ds = datasets_[datasetOf(i)];

@@ -1,4 +1,5 @@
-//===- BlendedDataset.h - Megatron's weighted blends of datasets -*- C++ -*-===//
+//===- BlendedDataset.h - Megatron's weighted blends of datasets -*- C++
+//-*-===//
 //
 // `--data-path "0.7 P1 0.3 P2"` in Megatron-LM's syntax (utils.py
 // get_blend_from_list), built as its BlendedMegatronDatasetBuilder and
@@ -47,9 +48,10 @@ void buildBlendingIndices(llvm::ArrayRef<double> weights, int64_t size,
 class BlendedSplit {
 public:
   /// Opens every prefix and builds `split` for `numSamples` samples.
-  static llvm::Expected<BlendedSplit>
-  build(const Blend &blend, const SplitMatrix &matrix, Split split,
-        int64_t numSamples, int64_t seqLen, uint32_t seed);
+  static llvm::Expected<BlendedSplit> build(const Blend &blend,
+                                            const SplitMatrix &matrix,
+                                            Split split, int64_t numSamples,
+                                            int64_t seqLen, uint32_t seed);
 
   /// Samples available.
   int64_t size() const { return size_; }

@@ -37,7 +37,8 @@ static double pairwiseSum(const double *a, size_t n) {
     for (; i < n - n % 8; i += 8)
       for (int j = 0; j < 8; ++j)
         r[j] += a[i + j];
-    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    double res =
+        ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
     for (; i < n; ++i)
       res += a[i];
     return res;
@@ -69,7 +70,8 @@ llvm::Expected<SplitMatrix> parseSplit(llvm::StringRef split) {
   for (llvm::StringRef p : parts) {
     p = p.trim();
     double x;
-    if (p.empty() || p.find_first_not_of("0123456789.") != llvm::StringRef::npos ||
+    if (p.empty() ||
+        p.find_first_not_of("0123456789.") != llvm::StringRef::npos ||
         p.getAsDouble(x))
       return bad("'" + p + "' is not a non-negative number");
     v.push_back(x);
@@ -158,9 +160,8 @@ GPTDataset::build(std::shared_ptr<const IndexedDataset> data, Split split,
   ds.seqLen_ = seqLen;
   int64_t tokensPerEpoch = ds.data_->countTokens(begin, end);
   if (tokensPerEpoch <= 1)
-    return fail(ds.describe() + ": sequences [" + llvm::Twine(begin) +
-                ", " + llvm::Twine(end) + ") hold " +
-                llvm::Twine(tokensPerEpoch) +
+    return fail(ds.describe() + ": sequences [" + llvm::Twine(begin) + ", " +
+                llvm::Twine(end) + ") hold " + llvm::Twine(tokensPerEpoch) +
                 " tokens; a split needs at least 2 (use more data or give "
                 "this split a larger --split share)");
   // _get_num_epochs
@@ -178,7 +179,8 @@ GPTDataset::build(std::shared_ptr<const IndexedDataset> data, Split split,
     int64_t fromFinal = numSamples - samplesSansFinal;
     int64_t perEpoch = (tokensPerEpoch - 1) / seqLen;
     if (fromFinal < 0 || fromFinal > perEpoch + 1)
-      return fail(ds.describe() + ": internal error: " + llvm::Twine(fromFinal) +
+      return fail(ds.describe() +
+                  ": internal error: " + llvm::Twine(fromFinal) +
                   " samples from the final epoch of " + llvm::Twine(perEpoch));
     separate = fromFinal < int64_t(0.80 * double(perEpoch));
   }
@@ -206,7 +208,8 @@ std::string GPTDataset::describe() const {
 void GPTDataset::sample(int64_t i, int32_t *out) const {
   int64_t idx = shuffleIndex_[i];
   int64_t docBeg = sampleIndex_[2 * idx], offBeg = sampleIndex_[2 * idx + 1];
-  int64_t docEnd = sampleIndex_[2 * idx + 2], offEnd = sampleIndex_[2 * idx + 3];
+  int64_t docEnd = sampleIndex_[2 * idx + 2],
+          offEnd = sampleIndex_[2 * idx + 3];
   if (docBeg == docEnd) {
     data_->read(documentIndex_[docBeg], offBeg, offEnd - offBeg + 1, out);
     return;

@@ -1,4 +1,5 @@
-//===- GPTDataset.h - Megatron's GPTDataset sample indices -------*- C++ -*-===//
+//===- GPTDataset.h - Megatron's GPTDataset sample indices -------*- C++
+//-*-===//
 //
 // Megatron-LM's GPTDataset (megatron/core/datasets/gpt_dataset.py and
 // helpers.cpp build_sample_idx, NVIDIA/Megatron-LM commit 00caa53): the

@@ -74,10 +74,18 @@ IndexedDatasetBuilder::addDocument(llvm::ArrayRef<int32_t> tokens,
       return fail("token id " + llvm::Twine(t) + " does not fit dtype " +
                   d.name + " (use a dtype that holds the vocabulary)");
     switch (d.size) {
-    case 1: *p = char(t); break;
-    case 2: endian::write16le(p, uint16_t(t)); break;
-    case 4: endian::write32le(p, uint32_t(t)); break;
-    default: endian::write64le(p, uint64_t(int64_t(t))); break;
+    case 1:
+      *p = char(t);
+      break;
+    case 2:
+      endian::write16le(p, uint16_t(t));
+      break;
+    case 4:
+      endian::write32le(p, uint32_t(t));
+      break;
+    default:
+      endian::write64le(p, uint64_t(int64_t(t)));
+      break;
     }
     p += d.size;
   }
@@ -122,10 +130,11 @@ llvm::Error writeIndexedDataset(
         return fill(*builder);
       }))
     return e;
-  llvm::Error e = writeFileAtomically(idxPath(prefix), [&](llvm::raw_ostream &os) {
-    builder->writeIndex(os);
-    return llvm::Error::success();
-  });
+  llvm::Error e =
+      writeFileAtomically(idxPath(prefix), [&](llvm::raw_ostream &os) {
+        builder->writeIndex(os);
+        return llvm::Error::success();
+      });
   if (e) // no .bin without its .idx
     llvm::sys::fs::remove(binPath(prefix));
   return e;
@@ -136,9 +145,10 @@ llvm::Error writeIndexedDataset(
 //===----------------------------------------------------------------------===//
 
 /// Maps `path` read-only; a zero-length file maps to nothing.
-static llvm::Error mapFile(llvm::StringRef path, const char *what,
-                           std::unique_ptr<llvm::sys::fs::mapped_file_region> &map,
-                           uint64_t &size) {
+static llvm::Error
+mapFile(llvm::StringRef path, const char *what,
+        std::unique_ptr<llvm::sys::fs::mapped_file_region> &map,
+        uint64_t &size) {
   auto fd = llvm::sys::fs::openNativeFileForRead(path);
   if (!fd)
     return fail(path + ": cannot open the " + what + " file (" +
@@ -154,8 +164,8 @@ static llvm::Error mapFile(llvm::StringRef path, const char *what,
   }
   llvm::sys::fs::closeFile(*fd);
   if (ec)
-    return fail(path + ": cannot map the " + what + " file (" +
-                ec.message() + ")");
+    return fail(path + ": cannot map the " + what + " file (" + ec.message() +
+                ")");
   size = st.getSize();
   return llvm::Error::success();
 }
@@ -174,39 +184,46 @@ IndexedDataset::open(llvm::StringRef prefix) {
     return fail(idx + ": " + field + ": " + what);
   };
   if (idxSize < kHeaderBytes)
-    return bad("header", "truncated: " + llvm::Twine(idxSize) + " bytes, the "
-               "header alone takes 34 (an interrupted write? preprocess again)");
+    return bad(
+        "header",
+        "truncated: " + llvm::Twine(idxSize) +
+            " bytes, the "
+            "header alone takes 34 (an interrupted write? preprocess again)");
   auto *h = reinterpret_cast<const uint8_t *>(ds->idxMap_->const_data());
   if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
     return bad("magic", "not \"MMIDIDX\\x00\\x00\" (not a Megatron mmap "
-               "indexed dataset; write one with strata preprocess or "
-               "Megatron's tools/preprocess_data.py)");
+                        "indexed dataset; write one with strata preprocess or "
+                        "Megatron's tools/preprocess_data.py)");
   if (uint64_t v = endian::read64le(h + 9); v != kVersion)
     return bad("version", "is " + llvm::Twine(v) + ", only version 1 exists");
   uint8_t code = h[17];
   if (!isValidDTypeCode(code))
-    return bad("dtype code", "is " + llvm::Twine(unsigned(code)) +
-               " (Megatron's codes are 1-8: uint8 int8 int16 int32 int64 "
-               "float64 float32 uint16)");
+    return bad("dtype code",
+               "is " + llvm::Twine(unsigned(code)) +
+                   " (Megatron's codes are 1-8: uint8 int8 int16 int32 int64 "
+                   "float64 float32 uint16)");
   ds->dtype_ = DType(code);
   ds->itemSize_ = dtypeSize(ds->dtype_);
   if (info(ds->dtype_).max < 0)
     return bad("dtype code", llvm::Twine(unsigned(code)) + " is " +
-               dtypeName(ds->dtype_) + ", which does not hold token ids");
+                                 dtypeName(ds->dtype_) +
+                                 ", which does not hold token ids");
   uint64_t S = endian::read64le(h + 18), D = endian::read64le(h + 26);
   // The arrays must fit the file before their sizes are multiplied out.
   uint64_t room = idxSize - kHeaderBytes;
   if (S > room / 12 || D > (room - 12 * S) / 8)
-    return bad("sequence count",
-               llvm::Twine(S) + " sequences and " + llvm::Twine(D) +
-                   " document-index entries do not fit the " +
-                   llvm::Twine(idxSize) + "-byte file (truncated? preprocess "
-                   "again)");
+    return bad("sequence count", llvm::Twine(S) + " sequences and " +
+                                     llvm::Twine(D) +
+                                     " document-index entries do not fit the " +
+                                     llvm::Twine(idxSize) +
+                                     "-byte file (truncated? preprocess "
+                                     "again)");
   uint64_t expect = kHeaderBytes + 12 * S + 8 * D;
   if (idxSize != expect && idxSize != expect + S)
     return bad("size", llvm::Twine(idxSize) + " bytes where the header's " +
-               llvm::Twine(S) + " sequences and " + llvm::Twine(D) +
-               " document-index entries take " + llvm::Twine(expect));
+                           llvm::Twine(S) + " sequences and " + llvm::Twine(D) +
+                           " document-index entries take " +
+                           llvm::Twine(expect));
   ds->numSequences_ = int64_t(S);
   ds->numDocIndex_ = int64_t(D);
   ds->lengths_ = h + kHeaderBytes;
@@ -218,19 +235,22 @@ IndexedDataset::open(llvm::StringRef prefix) {
 
   if (D < 1 || ds->documentIndex(0) != 0 ||
       ds->documentIndex(int64_t(D) - 1) != int64_t(S))
-    return bad("document index", "must run from 0 to the sequence count " +
-               llvm::Twine(S) + " (Megatron asserts document_indices[-1] == "
-               "sequence count)");
+    return bad("document index",
+               "must run from 0 to the sequence count " + llvm::Twine(S) +
+                   " (Megatron asserts document_indices[-1] == "
+                   "sequence count)");
   for (int64_t k = 1; k < int64_t(D); ++k)
     if (ds->documentIndex(k) < ds->documentIndex(k - 1))
       return bad("document index", "entry " + llvm::Twine(k) + " (" +
-                 llvm::Twine(ds->documentIndex(k)) + ") is below entry " +
-                 llvm::Twine(k - 1));
+                                       llvm::Twine(ds->documentIndex(k)) +
+                                       ") is below entry " +
+                                       llvm::Twine(k - 1));
   for (int64_t i = 0; i < int64_t(S); ++i) {
     int64_t n = ds->sequenceLength(i), p = ds->sequencePointer(i);
     if (n < 0)
       return bad("sequence lengths", "sequence " + llvm::Twine(i) +
-                 " has negative length " + llvm::Twine(n));
+                                         " has negative length " +
+                                         llvm::Twine(n));
     if (p < 0 || uint64_t(p) > ds->binSize_ ||
         uint64_t(n) * ds->itemSize_ > ds->binSize_ - uint64_t(p))
       return bad("sequence pointers",
@@ -265,22 +285,28 @@ void IndexedDataset::read(int64_t seq, int64_t offset, int64_t n,
   const uint8_t *p = bin_ + sequencePointer(seq) + offset * itemSize_;
   switch (dtype_) {
   case DType::UInt8:
-    for (int64_t j = 0; j < n; ++j) out[j] = p[j];
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = p[j];
     break;
   case DType::Int8:
-    for (int64_t j = 0; j < n; ++j) out[j] = int8_t(p[j]);
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = int8_t(p[j]);
     break;
   case DType::Int16:
-    for (int64_t j = 0; j < n; ++j) out[j] = int16_t(endian::read16le(p + 2 * j));
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = int16_t(endian::read16le(p + 2 * j));
     break;
   case DType::UInt16:
-    for (int64_t j = 0; j < n; ++j) out[j] = endian::read16le(p + 2 * j);
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = endian::read16le(p + 2 * j);
     break;
   case DType::Int32:
-    for (int64_t j = 0; j < n; ++j) out[j] = int32_t(endian::read32le(p + 4 * j));
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = int32_t(endian::read32le(p + 4 * j));
     break;
   case DType::Int64:
-    for (int64_t j = 0; j < n; ++j) out[j] = int32_t(int64_t(endian::read64le(p + 8 * j)));
+    for (int64_t j = 0; j < n; ++j)
+      out[j] = int32_t(int64_t(endian::read64le(p + 8 * j)));
     break;
   case DType::Float64:
   case DType::Float32:

@@ -1,4 +1,5 @@
-//===- IndexedDataset.h - Megatron's MMIDIDX .bin/.idx token files -*- C++ -*-===//
+//===- IndexedDataset.h - Megatron's MMIDIDX .bin/.idx token files -*- C++
+//-*-===//
 //
 // The on-disk format of Megatron-LM's IndexedDataset
 // (megatron/core/datasets/indexed_dataset.py, _IndexWriter/_IndexReader;
@@ -12,7 +13,8 @@
 //                     34   i32[S]   sequence lengths, in tokens
 //                          i64[S]   sequence pointers, byte offsets into .bin
 //                          i64[D]   document index: document k is sequences
-//                                   [doc[k], doc[k+1]); doc[0] = 0, doc[D-1] = S
+//                                   [doc[k], doc[k+1]); doc[0] = 0, doc[D-1] =
+//                                   S
 //                          (i8[S]   sequence modes, multimodal files only)
 //   PREFIX.bin  the tokens of every sequence, back to back, in that dtype.
 //
@@ -93,9 +95,9 @@ private:
 /// Writes PREFIX.bin and then PREFIX.idx, each through a temporary file
 /// renamed into place (runtime/io/AtomicFile.h); if anything fails neither
 /// file is left half-written.
-llvm::Error
-writeIndexedDataset(llvm::StringRef prefix, DType dtype,
-                    llvm::function_ref<llvm::Error(IndexedDatasetBuilder &)> fill);
+llvm::Error writeIndexedDataset(
+    llvm::StringRef prefix, DType dtype,
+    llvm::function_ref<llvm::Error(IndexedDatasetBuilder &)> fill);
 
 /// A read-only, memory-mapped MMIDIDX dataset.
 class IndexedDataset {

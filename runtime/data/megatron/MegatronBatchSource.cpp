@@ -59,7 +59,8 @@ llvm::Error MegatronBatchSource::takeError() const {
 
 llvm::Expected<MegatronSources> openMegatronData(const MegatronDataConfig &c) {
   if (c.seed > 0xffffffffull)
-    return fail("seed " + llvm::Twine(c.seed) + " does not fit numpy's "
+    return fail("seed " + llvm::Twine(c.seed) +
+                " does not fit numpy's "
                 "RandomState, which Megatron's data sampling uses (give a "
                 "seed below 2^32)");
   auto blend = parseBlend(c.blend);
@@ -70,17 +71,17 @@ llvm::Expected<MegatronSources> openMegatronData(const MegatronDataConfig &c) {
     return matrix.takeError();
   const int64_t globalBatch = c.batch * c.microbatches;
   MegatronSources s;
-  auto train = BlendedSplit::build(*blend, *matrix, Split::Train,
-                                   c.steps * globalBatch, c.seqLen,
-                                   uint32_t(c.seed));
+  auto train =
+      BlendedSplit::build(*blend, *matrix, Split::Train, c.steps * globalBatch,
+                          c.seqLen, uint32_t(c.seed));
   if (!train)
     return train.takeError();
   s.train = std::make_unique<MegatronBatchSource>(
       std::move(*train), c.batch, c.seqLen, c.microbatches, c.vocabSize);
   if (c.evalEvery > 0) {
     int64_t n = (c.steps / c.evalEvery + 1) * c.evalIters * globalBatch;
-    auto valid = BlendedSplit::build(*blend, *matrix, Split::Valid, n,
-                                     c.seqLen, uint32_t(c.seed));
+    auto valid = BlendedSplit::build(*blend, *matrix, Split::Valid, n, c.seqLen,
+                                     uint32_t(c.seed));
     if (!valid)
       return valid.takeError();
     s.valid = std::make_unique<MegatronBatchSource>(

@@ -1,4 +1,5 @@
-//===- MegatronBatchSource.h - Training batches from Megatron data -*- C++ -*-===//
+//===- MegatronBatchSource.h - Training batches from Megatron data -*- C++
+//-*-===//
 //
 // `strata train --data-path "0.7 P1 0.3 P2" --split 969,30,1`: the train and
 // valid splits of a blend (BlendedDataset.h), sized as Megatron-LM's
@@ -26,15 +27,15 @@
 namespace strata::megatron {
 
 struct MegatronDataConfig {
-  std::string blend;            ///< Megatron's --data-path
+  std::string blend; ///< Megatron's --data-path
   std::string split = "969,30,1";
-  int64_t batch = 1;            ///< rows per microbatch (over all dp ranks)
+  int64_t batch = 1; ///< rows per microbatch (over all dp ranks)
   int64_t seqLen = 1;
-  int64_t microbatches = 1;     ///< per optimizer step
+  int64_t microbatches = 1; ///< per optimizer step
   int64_t steps = 1;
-  int64_t evalEvery = 0;        ///< 0: no validation split is built
+  int64_t evalEvery = 0; ///< 0: no validation split is built
   int64_t evalIters = 1;
-  uint64_t seed = 0;            ///< Megatron's --seed (must fit 32 bits)
+  uint64_t seed = 0; ///< Megatron's --seed (must fit 32 bits)
   int64_t vocabSize = 0;
 };
 

@@ -1,4 +1,5 @@
-//===- NumpyRandom.h - numpy.random.RandomState's shuffle, bit for bit -*- C++ -*-===//
+//===- NumpyRandom.h - numpy.random.RandomState's shuffle, bit for bit -*- C++
+//-*-===//
 //
 // Megatron shuffles its document and sample indices with
 // numpy.random.RandomState(seed).shuffle. To draw the same samples, strata

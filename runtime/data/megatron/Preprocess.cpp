@@ -47,8 +47,8 @@ namespace {
 /// One document of the input: its raw text (a JSON line or a paragraph).
 struct DocSpan {
   llvm::StringRef text;
-  int64_t line = 0;      // 1-based, of its first line
-  uint64_t endByte = 0;  // input consumed once it is done
+  int64_t line = 0;     // 1-based, of its first line
+  uint64_t endByte = 0; // input consumed once it is done
 };
 
 /// A document's tokens, or why it has none.
@@ -102,7 +102,8 @@ private:
   llvm::StringRef takeLine() {
     size_t nl = buf_.find('\n', pos_);
     size_t end = nl == llvm::StringRef::npos ? buf_.size() : nl + 1;
-    llvm::StringRef line = buf_.slice(pos_, jsonl_ && nl != llvm::StringRef::npos ? nl : end);
+    llvm::StringRef line =
+        buf_.slice(pos_, jsonl_ && nl != llvm::StringRef::npos ? nl : end);
     pos_ = end;
     ++line_;
     return line;
@@ -205,8 +206,7 @@ preprocess(const PreprocessOptions &o, const Tokenizer &tok,
   auto buf = llvm::MemoryBuffer::getFile(o.input, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
-    return fail(o.input + ": cannot read (" + buf.getError().message() +
-                ")");
+    return fail(o.input + ": cannot read (" + buf.getError().message() + ")");
   llvm::StringRef text = (*buf)->getBuffer();
   std::string prefix = outputDatasetPrefix(o);
   PreprocessProgress p;
@@ -214,7 +214,8 @@ preprocess(const PreprocessOptions &o, const Tokenizer &tok,
   auto start = std::chrono::steady_clock::now();
   auto last = start;
   auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
         .count();
   };
 
@@ -248,8 +249,8 @@ preprocess(const PreprocessOptions &o, const Tokenizer &tok,
       for (size_t i = 0; i < docs.size(); ++i) {
         const Encoded &e = encoded[i];
         if (!e.error.empty())
-          return fail(o.input + ":" + llvm::Twine(docs[i].line) +
-                      ": " + e.error);
+          return fail(o.input + ":" + llvm::Twine(docs[i].line) + ": " +
+                      e.error);
         if (auto err = builder.addDocument(e.ids, e.lengths))
           return fail(o.input + ":" + llvm::Twine(docs[i].line) + ": " +
                       llvm::toString(std::move(err)));
@@ -259,7 +260,8 @@ preprocess(const PreprocessOptions &o, const Tokenizer &tok,
       p.tokens = builder.numTokens();
       p.bytes = docs.back().endByte;
       auto now = std::chrono::steady_clock::now();
-      if (progress && p.bytes < p.totalBytes && now - last >= std::chrono::seconds(1)) {
+      if (progress && p.bytes < p.totalBytes &&
+          now - last >= std::chrono::seconds(1)) {
         last = now;
         p.seconds = elapsed();
         progress(p);
@@ -299,8 +301,8 @@ recordedTokenizer(llvm::ArrayRef<std::string> prefixes) {
     if (!tok)
       return fail(path + ": " + llvm::toString(tok.takeError()));
     if (found && *found != *tok)
-      return fail(path + ": the tokenizer differs from the one of " +
-                  foundAt + " (blend datasets tokenized alike)");
+      return fail(path + ": the tokenizer differs from the one of " + foundAt +
+                  " (blend datasets tokenized alike)");
     found = std::move(*tok);
     foundAt = path;
   }

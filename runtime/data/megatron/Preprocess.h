@@ -1,4 +1,5 @@
-//===- Preprocess.h - Text/JSONL corpus -> Megatron .bin/.idx ----*- C++ -*-===//
+//===- Preprocess.h - Text/JSONL corpus -> Megatron .bin/.idx ----*- C++
+//-*-===//
 //
 // What Megatron-LM's tools/preprocess_data.py does, for `strata preprocess`:
 // every document of the input is tokenized (by `workers` threads; the output
@@ -33,7 +34,7 @@
 namespace strata::megatron {
 
 struct PreprocessOptions {
-  std::string input;        ///< .jsonl, .json or .txt
+  std::string input; ///< .jsonl, .json or .txt
   std::string jsonKey = "text";
   std::string outputPrefix; ///< files are OUTPUT_PREFIX_KEY_document.*
   /// The id appended after every non-empty document; none: nothing appended.

@@ -34,8 +34,8 @@ void *strata_spm_load(const char *model, size_t size, char **error) {
 
 void strata_spm_free(void *processor) { delete &sp(processor); }
 
-int strata_spm_encode(void *processor, const char *text, size_t size,
-                      int **ids, size_t *count, char **error) {
+int strata_spm_encode(void *processor, const char *text, size_t size, int **ids,
+                      size_t *count, char **error) {
   std::vector<int> out;
   auto status = sp(processor).Encode(absl::string_view(text, size), &out);
   if (!status.ok()) {
@@ -43,8 +43,8 @@ int strata_spm_encode(void *processor, const char *text, size_t size,
     return 1;
   }
   *count = out.size();
-  *ids = static_cast<int *>(std::malloc(std::max<size_t>(1, out.size()) *
-                                        sizeof(int)));
+  *ids = static_cast<int *>(
+      std::malloc(std::max<size_t>(1, out.size()) * sizeof(int)));
   std::memcpy(*ids, out.data(), out.size() * sizeof(int));
   return 0;
 }
@@ -65,11 +65,16 @@ int strata_spm_decode(void *processor, const int *ids, size_t count,
 int strata_spm_info(void *processor, int what) {
   SentencePieceProcessor &p = sp(processor);
   switch (what) {
-  case 0: return p.GetPieceSize();
-  case 1: return p.bos_id();
-  case 2: return p.eos_id();
-  case 3: return p.pad_id();
-  default: return p.unk_id();
+  case 0:
+    return p.GetPieceSize();
+  case 1:
+    return p.bos_id();
+  case 2:
+    return p.eos_id();
+  case 3:
+    return p.pad_id();
+  default:
+    return p.unk_id();
   }
 }
 

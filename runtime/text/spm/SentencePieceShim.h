@@ -23,8 +23,8 @@ extern "C" {
 void *strata_spm_load(const char *model, size_t size, char **error);
 void strata_spm_free(void *processor);
 /// `*ids` gets `*count` ids of `text`.
-int strata_spm_encode(void *processor, const char *text, size_t size,
-                      int **ids, size_t *count, char **error);
+int strata_spm_encode(void *processor, const char *text, size_t size, int **ids,
+                      size_t *count, char **error);
 /// `*text` gets the `*size` bytes of the decoding of `ids`.
 int strata_spm_decode(void *processor, const int *ids, size_t count,
                       char **text, size_t *size, char **error);

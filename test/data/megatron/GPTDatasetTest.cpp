@@ -46,27 +46,31 @@ TEST(GPTDataset, IndicesAndSamplesEqualMegatrons) {
   }
   int64_t perEpoch = (trainTokens - 1) / 16;
   const Case cases[] = {
-      {"969,30,1", Split::Train, 16, 100, 1234},               // one epoch
-      {"969,30,1", Split::Train, 16, perEpoch + 5, 1234},      // last epoch separate
-      {"969,30,1", Split::Train, 16, 2 * perEpoch - 3, 99},    // last epoch shuffled in
-      {"969,30,1", Split::Valid, 8, 400, 7},                   // many epochs of a small split
+      {"969,30,1", Split::Train, 16, 100, 1234},          // one epoch
+      {"969,30,1", Split::Train, 16, perEpoch + 5, 1234}, // last epoch separate
+      {"969,30,1", Split::Train, 16, 2 * perEpoch - 3,
+       99},                                  // last epoch shuffled in
+      {"969,30,1", Split::Valid, 8, 400, 7}, // many epochs of a small split
       {"80, 20", Split::Valid, 32, 50, 0},
       {"1,1,1", Split::Test, 5, 1000, 4294967295u},
   };
   for (const Case &c : cases) {
-    SCOPED_TRACE(std::string(c.split) + " " + splitName(c.which).str() + " n=" +
-                 std::to_string(c.numSamples));
+    SCOPED_TRACE(std::string(c.split) + " " + splitName(c.which).str() +
+                 " n=" + std::to_string(c.numSamples));
     auto m = parseSplit(c.split);
     ASSERT_TRUE(bool(m)) << llvm::toString(m.takeError());
     auto [b, e] = splitRange(*(*m)[int(c.which)], (*data)->numSequences());
-    auto ds = GPTDataset::build(*data, c.which, b, e, c.numSamples, c.seqLen, c.seed);
+    auto ds =
+        GPTDataset::build(*data, c.which, b, e, c.numSamples, c.seqLen, c.seed);
     ASSERT_TRUE(bool(ds)) << llvm::toString(ds.takeError());
-    llvm::json::Value ref = runReference(
-        {"gpt", prefix, c.split, std::to_string(int(c.which)), std::to_string(c.seqLen),
-         std::to_string(c.numSamples), std::to_string(c.seed)});
+    llvm::json::Value ref =
+        runReference({"gpt", prefix, c.split, std::to_string(int(c.which)),
+                      std::to_string(c.seqLen), std::to_string(c.numSamples),
+                      std::to_string(c.seed)});
     const llvm::json::Object &o = *ref.getAsObject();
     EXPECT_EQ(ds->numEpochs(), *o.getInteger("num_epochs"));
-    std::vector<int64_t> doc(ds->documentIndex().begin(), ds->documentIndex().end());
+    std::vector<int64_t> doc(ds->documentIndex().begin(),
+                             ds->documentIndex().end());
     EXPECT_EQ(doc, ints(o.get("document_index")));
     EXPECT_EQ(ds->sampleIndex().vec(), ints(o.get("sample_index")));
     EXPECT_EQ(ds->shuffleIndex().vec(), ints(o.get("shuffle_index")));
@@ -110,13 +114,14 @@ TEST(BlendedDataset, SamplesEqualMegatrons) {
       datasets.push_back(split->datasetOf(i));
     }
     if (!blend->weights) { // a single prefix is its GPTDataset
-      llvm::json::Value ref = runReference({"gpt", a, "969,30,1", "0", "16", "300", "1234"});
+      llvm::json::Value ref =
+          runReference({"gpt", a, "969,30,1", "0", "16", "300", "1234"});
       EXPECT_EQ(got, samplesOf(ref));
       continue;
     }
-    llvm::json::Value ref = runReference(
-        {"blend", k.blend, "969,30,1", std::to_string(int(k.which)), "16",
-         std::to_string(k.n), "1234"});
+    llvm::json::Value ref = runReference({"blend", k.blend, "969,30,1",
+                                          std::to_string(int(k.which)), "16",
+                                          std::to_string(k.n), "1234"});
     EXPECT_EQ(split->size(), *ref.getAsObject()->getInteger("size"));
     EXPECT_EQ(datasets, ints(ref.getAsObject()->get("dataset_index")));
     EXPECT_EQ(got, samplesOf(ref));
@@ -143,29 +148,39 @@ TEST(BlendedDataset, ProportionsFollowTheWeights) {
 
 TEST(BlendedDataset, BadBlendsAndSplitsSayWhy) {
   auto err = [](llvm::Error e) { return llvm::toString(std::move(e)); };
-  EXPECT_NE(err(parseBlend("0.7 A 0.3").takeError()).find("3 words, an odd count"),
+  EXPECT_NE(
+      err(parseBlend("0.7 A 0.3").takeError()).find("3 words, an odd count"),
+      std::string::npos);
+  EXPECT_NE(err(parseBlend("-0.5 A 1 B").takeError())
+                .find("weight -0.5 of A is negative"),
             std::string::npos);
-  EXPECT_NE(err(parseBlend("-0.5 A 1 B").takeError()).find("weight -0.5 of A is negative"),
+  EXPECT_NE(err(parseBlend("x A 1 B").takeError())
+                .find("weight 'x' of dataset 1 is not a number"),
             std::string::npos);
-  EXPECT_NE(err(parseBlend("x A 1 B").takeError()).find("weight 'x' of dataset 1 is not a number"),
+  EXPECT_NE(err(parseBlend("0 A 0 B").takeError()).find("sum to zero"),
             std::string::npos);
-  EXPECT_NE(err(parseBlend("0 A 0 B").takeError()).find("sum to zero"), std::string::npos);
-  EXPECT_NE(err(parseBlend("  ").takeError()).find("no dataset prefix"), std::string::npos);
-  EXPECT_NE(err(parseSplit("90,-10").takeError()).find("'-10' is not a non-negative number"),
+  EXPECT_NE(err(parseBlend("  ").takeError()).find("no dataset prefix"),
             std::string::npos);
-  EXPECT_NE(err(parseSplit("1,2,3,4").takeError()).find("more than three"), std::string::npos);
-  EXPECT_NE(err(parseSplit("0,0").takeError()).find("sum to zero"), std::string::npos);
+  EXPECT_NE(err(parseSplit("90,-10").takeError())
+                .find("'-10' is not a non-negative number"),
+            std::string::npos);
+  EXPECT_NE(err(parseSplit("1,2,3,4").takeError()).find("more than three"),
+            std::string::npos);
+  EXPECT_NE(err(parseSplit("0,0").takeError()).find("sum to zero"),
+            std::string::npos);
   auto m = parseSplit("100,0,0");
   ASSERT_TRUE(bool(m));
   EXPECT_FALSE((*m)[1].has_value()); // no valid split, as Megatron's None
   auto blend = parseBlend("/nonexistent/prefix");
   ASSERT_TRUE(bool(blend));
-  EXPECT_NE(err(BlendedSplit::build(*blend, *m, Split::Valid, 10, 8, 1).takeError())
-                .find("gives the valid split no share"),
-            std::string::npos);
-  EXPECT_NE(err(BlendedSplit::build(*blend, *m, Split::Train, 10, 8, 1).takeError())
-                .find("/nonexistent/prefix.idx: cannot open the index file"),
-            std::string::npos);
+  EXPECT_NE(
+      err(BlendedSplit::build(*blend, *m, Split::Valid, 10, 8, 1).takeError())
+          .find("gives the valid split no share"),
+      std::string::npos);
+  EXPECT_NE(
+      err(BlendedSplit::build(*blend, *m, Split::Train, 10, 8, 1).takeError())
+          .find("/nonexistent/prefix.idx: cannot open the index file"),
+      std::string::npos);
 }
 
 } // namespace

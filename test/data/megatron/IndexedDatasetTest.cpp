@@ -32,7 +32,8 @@ std::vector<std::vector<int64_t>> sequences(const IndexedDataset &ds) {
 
 TEST(IndexedDataset, StrataWritesWhatThePythonReaderReads) {
   TempDir dir;
-  for (auto [dtype, vocab] : {std::pair{DType::UInt16, 50257}, {DType::Int32, 128256},
+  for (auto [dtype, vocab] : {std::pair{DType::UInt16, 50257},
+                              {DType::Int32, 128256},
                               {DType::UInt8, 256}}) {
     Corpus c = randomCorpus(unsigned(dtype), 60, 40, vocab);
     std::string prefix = dir.path("w" + std::to_string(int(dtype)));
@@ -72,7 +73,8 @@ TEST(IndexedDataset, StrataReadsWhatThePythonWriterWrites) {
     }
     std::string spec = dir.write(
         "spec.json", llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{
-                                              {"dtype_code", code}, {"documents", std::move(docs)}}))
+                                              {"dtype_code", code},
+                                              {"documents", std::move(docs)}}))
                          .str());
     std::string prefix = dir.path("p" + std::to_string(code));
     runReference({"write", prefix, spec});
@@ -121,34 +123,41 @@ TEST(IndexedDataset, DamagedFilesNameFileAndField) {
   {
     Damage d;
     d.dir.write("d.idx", slurp(d.idx).substr(0, 20));
-    EXPECT_NE(d.error().find("header: truncated"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find("header: truncated"), std::string::npos)
+        << d.error();
   }
   {
     Damage d;
     d.patch(0, "MMIDIDY");
-    EXPECT_NE(d.error().find(d.idx + ": magic"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find(d.idx + ": magic"), std::string::npos)
+        << d.error();
   }
   {
     Damage d;
     d.patch(9, llvm::StringRef("\x02", 1));
-    EXPECT_NE(d.error().find(d.idx + ": version: is 2"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find(d.idx + ": version: is 2"), std::string::npos)
+        << d.error();
   }
   {
     Damage d;
     d.patch(17, llvm::StringRef("\x09", 1));
-    EXPECT_NE(d.error().find(d.idx + ": dtype code: is 9"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find(d.idx + ": dtype code: is 9"), std::string::npos)
+        << d.error();
   }
   {
     Damage d;
     d.patch(17, llvm::StringRef("\x07", 1)); // float32
-    EXPECT_NE(d.error().find("does not hold token ids"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find("does not hold token ids"), std::string::npos)
+        << d.error();
   }
   {
     Damage d; // .bin shorter than the last sequence's pointer + length
     d.dir.write("d.bin", slurp(d.bin).substr(0, 9));
     std::string e = d.error();
-    EXPECT_NE(e.find(d.idx + ": sequence pointers: sequence 1 spans bytes [6, 12)"),
-              std::string::npos) << e;
+    EXPECT_NE(
+        e.find(d.idx + ": sequence pointers: sequence 1 spans bytes [6, 12)"),
+        std::string::npos)
+        << e;
     EXPECT_NE(e.find(d.bin + " has 9"), std::string::npos) << e;
   }
   {
@@ -156,12 +165,14 @@ TEST(IndexedDataset, DamagedFilesNameFileAndField) {
     char buf[8];
     llvm::support::endian::write64le(buf, 5);
     d.patch(34 + 2 * 12 + 2 * 8, llvm::StringRef(buf, 8));
-    EXPECT_NE(d.error().find(d.idx + ": document index"), std::string::npos) << d.error();
+    EXPECT_NE(d.error().find(d.idx + ": document index"), std::string::npos)
+        << d.error();
   }
   {
     Damage d;
     llvm::sys::fs::remove(d.bin);
-    EXPECT_NE(d.error().find(d.bin + ": cannot open the data file"), std::string::npos)
+    EXPECT_NE(d.error().find(d.bin + ": cannot open the data file"),
+              std::string::npos)
         << d.error();
   }
 }

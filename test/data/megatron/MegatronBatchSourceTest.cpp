@@ -38,22 +38,27 @@ struct Fixture {
   }
 };
 
-TEST(MegatronBatchSource, RowsAreConsecutiveSamplesAndSplitsAreSizedAsMegatron) {
+TEST(MegatronBatchSource,
+     RowsAreConsecutiveSamplesAndSplitsAreSizedAsMegatron) {
   Fixture f;
   auto s = openMegatronData(f.config(500));
   ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
   ASSERT_TRUE(s->valid);
   // train: steps x global batch = 10 x 6; valid: (10 / 5 + 1) x 2 x 6.
-  for (auto [src, split, n] : {std::tuple{s->train.get(), 0, 60}, {s->valid.get(), 1, 36}}) {
-    llvm::json::Value ref = runReference({"blend", f.config(500).blend, "90,10",
-                                          std::to_string(split), "8", std::to_string(n), "5"});
-    EXPECT_EQ(src->split().size(), *ref.getAsObject()->getInteger("size")) << split;
+  for (auto [src, split, n] :
+       {std::tuple{s->train.get(), 0, 60}, {s->valid.get(), 1, 36}}) {
+    llvm::json::Value ref =
+        runReference({"blend", f.config(500).blend, "90,10",
+                      std::to_string(split), "8", std::to_string(n), "5"});
+    EXPECT_EQ(src->split().size(), *ref.getAsObject()->getInteger("size"))
+        << split;
   }
   std::vector<int32_t> tokens(3 * 8), labels(3 * 8), sample(9);
   s->train->fill(/*step=*/4, /*microbatch=*/1, tokens.data(), labels.data());
   ASSERT_FALSE(bool(s->train->takeError()));
   for (int64_t r = 0; r < 3; ++r) {
-    ASSERT_FALSE(bool(s->train->split().sample((4 * 2 + 1) * 3 + r, sample.data())));
+    ASSERT_FALSE(
+        bool(s->train->split().sample((4 * 2 + 1) * 3 + r, sample.data())));
     for (int64_t t = 0; t < 8; ++t) {
       EXPECT_EQ(tokens[r * 8 + t], sample[t]);
       EXPECT_EQ(labels[r * 8 + t], sample[t + 1]);
@@ -80,8 +85,9 @@ TEST(MegatronBatchSource, SeedMustFitNumpy) {
   c.seed = uint64_t(1) << 32;
   auto s = openMegatronData(c);
   ASSERT_FALSE(bool(s));
-  EXPECT_NE(llvm::toString(s.takeError()).find("does not fit numpy's RandomState"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(s.takeError()).find("does not fit numpy's RandomState"),
+      std::string::npos);
 }
 
 } // namespace

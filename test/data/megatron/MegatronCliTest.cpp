@@ -30,11 +30,12 @@ RunResult strata(const std::vector<std::string> &args) {
   std::vector<llvm::StringRef> argv = {STRATA_BIN};
   for (const std::string &a : args)
     argv.push_back(a);
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"), out.str(),
-                                                 err.str()};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"),
+                                                 out.str(), err.str()};
   RunResult r;
   std::string msg;
-  r.rc = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None, redirects, 300, 0, &msg);
+  r.rc = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None, redirects, 300,
+                                   0, &msg);
   EXPECT_TRUE(msg.empty()) << msg;
   r.out = slurp(out);
   r.err = slurp(err);
@@ -77,17 +78,38 @@ protected:
       ASSERT_EQ(r.rc, 0) << r.err;
       EXPECT_NE(r.err.find("MB/s"), std::string::npos) << r.err;
       EXPECT_NE(r.out.find("wrote " + prefix + "_text_document.bin and .idx"),
-                std::string::npos) << r.out;
+                std::string::npos)
+          << r.out;
     }
   }
 
-  std::string train(const std::string &out, int steps, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {
-        "train", STRATA_SOURCE_DIR "/examples/gpt_tiny.textproto",
-        "--data-path", "0.7 " + dir_.path("a_text_document") + " 0.3 " + dir_.path("b_text_document"),
-        "--split", "90,10,0", "--steps", std::to_string(steps), "--eval-every", "20",
-        "--eval-iters", "2", "--lr", "3e-3", "--warmup", "5", "--decay-iters", "40",
-        "--sample", "0", "--no-fusion", "--out", dir_.path(out)};
+  std::string train(const std::string &out, int steps,
+                    std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"train",
+                                     STRATA_SOURCE_DIR
+                                     "/examples/gpt_tiny.textproto",
+                                     "--data-path",
+                                     "0.7 " + dir_.path("a_text_document") +
+                                         " 0.3 " + dir_.path("b_text_document"),
+                                     "--split",
+                                     "90,10,0",
+                                     "--steps",
+                                     std::to_string(steps),
+                                     "--eval-every",
+                                     "20",
+                                     "--eval-iters",
+                                     "2",
+                                     "--lr",
+                                     "3e-3",
+                                     "--warmup",
+                                     "5",
+                                     "--decay-iters",
+                                     "40",
+                                     "--sample",
+                                     "0",
+                                     "--no-fusion",
+                                     "--out",
+                                     dir_.path(out)};
     args.insert(args.end(), extra.begin(), extra.end());
     RunResult r = strata(args);
     EXPECT_EQ(r.rc, 0) << r.out << r.err;
@@ -111,7 +133,8 @@ TEST_F(MegatronCli, PreprocessedParagraphsAreThePythonReadersDocuments) {
 
 TEST_F(MegatronCli, TrainsOnABlendAndResumesOnTheSameSamples) {
   std::string log = train("full", 40);
-  EXPECT_NE(log.find("vocab 256"), std::string::npos) << log; // the recorded byte tokenizer
+  EXPECT_NE(log.find("vocab 256"), std::string::npos)
+      << log; // the recorded byte tokenizer
   std::vector<double> full = losses(dir_.path("full"));
   ASSERT_EQ(full.size(), 40u);
   for (double l : full)
@@ -122,7 +145,8 @@ TEST_F(MegatronCli, TrainsOnABlendAndResumesOnTheSameSamples) {
   double last = 0;
   for (size_t i = 35; i < 40; ++i)
     last += full[i] / 5;
-  EXPECT_LT(last, full[0] - 1.0) << "first " << full[0] << ", last five " << last;
+  EXPECT_LT(last, full[0] - 1.0)
+      << "first " << full[0] << ", last five " << last;
 
   train("resumed", 20);
   train("resumed", 40, {"--resume"});
@@ -139,22 +163,27 @@ TEST(MegatronCliTokenizerFile, TokensAreHfTokenizersAndEosEndsEachDocument) {
   std::string text = slurp(STRATA_TINYSHAKESPEARE).substr(0, 200000);
   std::string corpus = dir.write("train.txt", text);
   std::string tok = dir.path("tok.json");
-  RunResult r = strata({"tokenizer", "train", "--vocab-size", "400", "-o", tok, corpus});
+  RunResult r =
+      strata({"tokenizer", "train", "--vocab-size", "400", "-o", tok, corpus});
   ASSERT_EQ(r.rc, 0) << r.err;
   std::string jsonl;
   llvm::SmallVector<llvm::StringRef> paras;
   llvm::StringRef(text).split(paras, "\n\n", 300, false);
   paras.pop_back(); // the rest of the text
-  paras.push_back("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x8e\x89 \xe6\xbc\xa2\xe5\xad\x97\ttabs\r\n");
+  paras.push_back("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x8e\x89 "
+                  "\xe6\xbc\xa2\xe5\xad\x97\ttabs\r\n");
   for (llvm::StringRef p : paras)
-    jsonl += llvm::formatv("{0}\n", llvm::json::Value(llvm::json::Object{{"text", p}})).str();
+    jsonl += llvm::formatv("{0}\n",
+                           llvm::json::Value(llvm::json::Object{{"text", p}}))
+                 .str();
   std::string in = dir.write("docs.jsonl", jsonl);
   std::string prefix = dir.path("bpe");
   r = strata({"preprocess", "--input", in, "--tokenizer", tok, "--append-eod",
               "--output-prefix", prefix, "--workers", "2"});
   ASSERT_EQ(r.rc, 0) << r.err;
   llvm::json::Value got = runReference({"read", prefix + "_text_document"});
-  llvm::json::Value hf = runReference({"hf-encode", tok, in, "text"}, STRATA_HF_PYTHON);
+  llvm::json::Value hf =
+      runReference({"hf-encode", tok, in, "text"}, STRATA_HF_PYTHON);
   const llvm::json::Array &seqs = *got.getAsObject()->getArray("sequences");
   const llvm::json::Array &ids = *hf.getAsObject()->getArray("ids");
   int64_t eos = *hf.getAsObject()->getInteger("eos");
@@ -168,27 +197,38 @@ TEST(MegatronCliTokenizerFile, TokensAreHfTokenizersAndEosEndsEachDocument) {
 }
 
 TEST_F(MegatronCli, ErrorsSayWhatAndWhere) {
-  RunResult r = strata({"preprocess", "--input", a_, "--output-prefix", dir_.path("e"),
-                        "--append-eod"});
+  RunResult r = strata({"preprocess", "--input", a_, "--output-prefix",
+                        dir_.path("e"), "--append-eod"});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("strata preprocess: error: --append-eod: the byte tokenizer has no "
-                       "end-of-document token"),
-            std::string::npos) << r.err;
-  std::string bad = dir_.write("bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": oops}\n");
+  EXPECT_NE(
+      r.err.find(
+          "strata preprocess: error: --append-eod: the byte tokenizer has no "
+          "end-of-document token"),
+      std::string::npos)
+      << r.err;
+  std::string bad =
+      dir_.write("bad.jsonl", "{\"text\": \"ok\"}\n{\"text\": oops}\n");
   r = strata({"preprocess", "--input", bad, "--output-prefix", dir_.path("e")});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("strata preprocess: error: " + bad + ":2: malformed JSON"),
-            std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find("strata preprocess: error: " + bad + ":2: malformed JSON"),
+      std::string::npos)
+      << r.err;
   EXPECT_FALSE(llvm::sys::fs::exists(dir_.path("e_text_document.bin")));
-  r = strata({"train", STRATA_SOURCE_DIR "/examples/gpt_tiny.textproto", "--data-path",
-              "0.5 " + dir_.path("a_text_document") + " -0.5 x", "--out", dir_.path("o1")});
+  r = strata({"train", STRATA_SOURCE_DIR "/examples/gpt_tiny.textproto",
+              "--data-path", "0.5 " + dir_.path("a_text_document") + " -0.5 x",
+              "--out", dir_.path("o1")});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("weight -0.5 of x is negative"), std::string::npos) << r.err;
-  r = strata({"train", STRATA_SOURCE_DIR "/examples/gpt_tiny.textproto", "--data-path",
-              dir_.path("missing"), "--tokenizer", "byte", "--out", dir_.path("o2")});
+  EXPECT_NE(r.err.find("weight -0.5 of x is negative"), std::string::npos)
+      << r.err;
+  r = strata({"train", STRATA_SOURCE_DIR "/examples/gpt_tiny.textproto",
+              "--data-path", dir_.path("missing"), "--tokenizer", "byte",
+              "--out", dir_.path("o2")});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find(dir_.path("missing") + ".idx: cannot open the index file"),
-            std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find(dir_.path("missing") + ".idx: cannot open the index file"),
+      std::string::npos)
+      << r.err;
 }
 
 } // namespace

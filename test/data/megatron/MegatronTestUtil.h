@@ -1,4 +1,5 @@
-//===- MegatronTestUtil.h - Temp dirs, the Python reference, random corpora -===//
+//===- MegatronTestUtil.h - Temp dirs, the Python reference, random corpora
+//-===//
 #pragma once
 
 #include "runtime/data/megatron/IndexedDataset.h"
@@ -23,7 +24,9 @@ class TempDir {
 public:
   TempDir() { llvm::sys::fs::createUniqueDirectory("strata-megatron", path_); }
   ~TempDir() { llvm::sys::fs::remove_directories(path_); }
-  std::string path(llvm::StringRef name) const { return (path_ + "/" + name).str(); }
+  std::string path(llvm::StringRef name) const {
+    return (path_ + "/" + name).str();
+  }
   std::string write(llvm::StringRef name, llvm::StringRef content) const {
     std::string p = path(name);
     std::error_code ec;
@@ -45,18 +48,20 @@ inline std::string slurp(llvm::StringRef path) {
 /// Runs test/data/megatron/megatron_reference.py with `args` under `python`
 /// and parses the JSON it prints. The reference needs numpy (and for
 /// hf-encode, tokenizers): without them the test fails.
-inline llvm::json::Value runReference(const std::vector<std::string> &args,
-                                      llvm::StringRef python = STRATA_TEST_PYTHON) {
+inline llvm::json::Value
+runReference(const std::vector<std::string> &args,
+             llvm::StringRef python = STRATA_TEST_PYTHON) {
   llvm::SmallString<128> out, err;
   llvm::sys::fs::createTemporaryFile("megatron-ref", "json", out);
   llvm::sys::fs::createTemporaryFile("megatron-ref", "err", err);
   std::vector<llvm::StringRef> argv = {python, MEGATRON_REFERENCE};
   for (const std::string &a : args)
     argv.push_back(a);
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, out.str(), err.str()};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::None, out.str(),
+                                                 err.str()};
   std::string msg;
-  int rc = llvm::sys::ExecuteAndWait(python, argv, llvm::None,
-                                     redirects, 300, 0, &msg);
+  int rc = llvm::sys::ExecuteAndWait(python, argv, llvm::None, redirects, 300,
+                                     0, &msg);
   std::string text = slurp(out), errText = slurp(err);
   llvm::sys::fs::remove(out);
   llvm::sys::fs::remove(err);
@@ -100,18 +105,19 @@ inline Corpus randomCorpus(unsigned seed, int docs, int maxLen, int32_t vocab) {
 
 /// Writes `c` with strata's writer.
 inline void writeCorpus(llvm::StringRef prefix, DType dtype, const Corpus &c) {
-  llvm::Error e = writeIndexedDataset(prefix, dtype, [&](IndexedDatasetBuilder &b) -> llvm::Error {
-    for (const auto &doc : c) {
-      std::vector<int32_t> tokens, lengths;
-      for (const auto &seq : doc) {
-        tokens.insert(tokens.end(), seq.begin(), seq.end());
-        lengths.push_back(int32_t(seq.size()));
-      }
-      if (auto err = b.addDocument(tokens, lengths))
-        return err;
-    }
-    return llvm::Error::success();
-  });
+  llvm::Error e = writeIndexedDataset(
+      prefix, dtype, [&](IndexedDatasetBuilder &b) -> llvm::Error {
+        for (const auto &doc : c) {
+          std::vector<int32_t> tokens, lengths;
+          for (const auto &seq : doc) {
+            tokens.insert(tokens.end(), seq.begin(), seq.end());
+            lengths.push_back(int32_t(seq.size()));
+          }
+          if (auto err = b.addDocument(tokens, lengths))
+            return err;
+        }
+        return llvm::Error::success();
+      });
   ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
 }
 

@@ -21,7 +21,8 @@ std::vector<int64_t> bytes(llvm::StringRef s) {
 }
 
 llvm::Expected<PreprocessProgress> run(const PreprocessOptions &o) {
-  return preprocess(o, Tokenizer::byteLevel(), [](const PreprocessProgress &) {});
+  return preprocess(o, Tokenizer::byteLevel(),
+                    [](const PreprocessProgress &) {});
 }
 
 TEST(Preprocess, JsonlDocumentsAsMegatronWritesThem) {
@@ -47,9 +48,11 @@ TEST(Preprocess, JsonlDocumentsAsMegatronWritesThem) {
   EXPECT_EQ(*r.getInteger("dtype_code"), 8); // uint16 for a 256-id vocabulary
   // The EOD ends the last sequence of each non-empty document; the empty
   // document adds a document-index entry and no sequence.
-  EXPECT_EQ(ints(r.get("document_index")), (std::vector<int64_t>{0, 1, 3, 3, 4}));
-  std::vector<std::vector<int64_t>> want = {
-      bytes("caf\xc3\xa9\n\xff"), bytes("one. "), bytes("two.\xff"), bytes("tab\there\xff")};
+  EXPECT_EQ(ints(r.get("document_index")),
+            (std::vector<int64_t>{0, 1, 3, 3, 4}));
+  std::vector<std::vector<int64_t>> want = {bytes("caf\xc3\xa9\n\xff"),
+                                            bytes("one. "), bytes("two.\xff"),
+                                            bytes("tab\there\xff")};
   std::vector<std::vector<int64_t>> got;
   for (const llvm::json::Value &s : *r.getArray("sequences"))
     got.push_back(ints(&s));
@@ -60,7 +63,8 @@ TEST(Preprocess, OutputDoesNotDependOnWorkers) {
   TempDir dir;
   std::string text;
   for (int i = 0; i < 5000; ++i)
-    text += "{\"text\": \"document " + std::to_string(i) + std::string(i % 37, 'x') + "\"}\n";
+    text += "{\"text\": \"document " + std::to_string(i) +
+            std::string(i % 37, 'x') + "\"}\n";
   std::string in = dir.write("in.jsonl", text);
   std::string out[2];
   int workers[2] = {1, 3};
@@ -72,7 +76,8 @@ TEST(Preprocess, OutputDoesNotDependOnWorkers) {
     auto p = run(o);
     ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
     EXPECT_EQ(p->documents, 5000);
-    out[k] = slurp(outputDatasetPrefix(o) + ".bin") + slurp(outputDatasetPrefix(o) + ".idx");
+    out[k] = slurp(outputDatasetPrefix(o) + ".bin") +
+             slurp(outputDatasetPrefix(o) + ".idx");
   }
   EXPECT_FALSE(out[0].empty());
   EXPECT_EQ(out[0], out[1]);
@@ -80,8 +85,9 @@ TEST(Preprocess, OutputDoesNotDependOnWorkers) {
 
 TEST(Preprocess, TextParagraphsAreDocuments) {
   TempDir dir;
-  std::string in = dir.write("in.txt", "\n\nFirst para,\nline two.\n\n\n \nSecond.\n"
-                                       "Third line\n\t\nlast, no newline");
+  std::string in =
+      dir.write("in.txt", "\n\nFirst para,\nline two.\n\n\n \nSecond.\n"
+                          "Third line\n\t\nlast, no newline");
   PreprocessOptions o;
   o.input = in;
   o.outputPrefix = dir.path("t");
@@ -103,10 +109,13 @@ TEST(Preprocess, BadLinesNameFileAndLineAndWriteNothing) {
   struct {
     const char *content, *expect;
   } cases[] = {
-      {"{\"text\": \"a\"}\n{\"text\": \"b\"}\n{\"text\": \"c\"\n", "in.jsonl:3: malformed JSON"},
-      {"{\"text\": \"a\"}\n{\"body\": \"b\"}\n", "in.jsonl:2: no \"text\" key (choose it with --json-key)"},
+      {"{\"text\": \"a\"}\n{\"text\": \"b\"}\n{\"text\": \"c\"\n",
+       "in.jsonl:3: malformed JSON"},
+      {"{\"text\": \"a\"}\n{\"body\": \"b\"}\n",
+       "in.jsonl:2: no \"text\" key (choose it with --json-key)"},
       {"[1, 2]\n", "in.jsonl:1: the line is JSON but not an object"},
-      {"{\"text\": 3}\n", "in.jsonl:1: \"text\" is not a string or list of strings"},
+      {"{\"text\": 3}\n",
+       "in.jsonl:1: \"text\" is not a string or list of strings"},
   };
   for (const auto &c : cases) {
     std::string in = dir.write("in.jsonl", c.content);
@@ -119,17 +128,19 @@ TEST(Preprocess, BadLinesNameFileAndLineAndWriteNothing) {
     std::string e = llvm::toString(p.takeError());
     EXPECT_NE(e.find(c.expect), std::string::npos) << e;
     std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(dir.path(""), ec), end; it != end && !ec;
-         it.increment(ec))
-      EXPECT_EQ(llvm::sys::path::filename(it->path()), "in.jsonl") << "left behind";
+    for (llvm::sys::fs::directory_iterator it(dir.path(""), ec), end;
+         it != end && !ec; it.increment(ec))
+      EXPECT_EQ(llvm::sys::path::filename(it->path()), "in.jsonl")
+          << "left behind";
   }
   PreprocessOptions o;
   o.input = dir.write("in.csv", "a,b\n");
   o.outputPrefix = dir.path("x");
   auto p = run(o);
   ASSERT_FALSE(bool(p));
-  EXPECT_NE(llvm::toString(p.takeError()).find("in.csv: unknown input kind '.csv'"),
-            std::string::npos);
+  EXPECT_NE(
+      llvm::toString(p.takeError()).find("in.csv: unknown input kind '.csv'"),
+      std::string::npos);
 }
 
 TEST(Preprocess, RecordedTokenizerTravelsWithTheData) {

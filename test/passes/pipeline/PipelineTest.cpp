@@ -2,8 +2,8 @@
 #include "frontends/Models.h"
 #include "ir/IRText.h"
 #include "passes/autodiff/Autodiff.h"
-#include "passes/pipeline/CostModel.h"
 #include "passes/pipeline/Bindings.h"
+#include "passes/pipeline/CostModel.h"
 #include "passes/pipeline/ParallelCompile.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -214,7 +214,8 @@ namespace {
 std::vector<std::string> roles(const std::vector<Binding> &bs) {
   std::vector<std::string> out;
   for (const Binding &b : bs)
-    out.push_back(roleName(b.role).str() + (b.name.empty() ? "" : " " + b.name));
+    out.push_back(roleName(b.role).str() +
+                  (b.name.empty() ? "" : " " + b.name));
   return out;
 }
 } // namespace
@@ -245,8 +246,8 @@ TEST(Bindings, EveryProgramInputAndOutputHasARole) {
   for (const char *want : {"lr", "step", "gradient wte", "adam_m wte",
                            "adam_v wte", "parameter wpe"})
     EXPECT_NE(llvm::find(opt, want), opt.end()) << want;
-  for (const char *want : {"grad_norm", "new_parameter wte", "new_adam_m wte",
-                           "new_adam_v wte"})
+  for (const char *want :
+       {"grad_norm", "new_parameter wte", "new_adam_m wte", "new_adam_v wte"})
     EXPECT_NE(llvm::find(out, want), out.end()) << want;
   // Rank 1 receives wte's new value, holding no moments for it.
   std::vector<std::string> out1 = roles(p.optimizerBindings[1].outputs);

@@ -1,4 +1,5 @@
-//===- CollectiveReportTest.cpp - The collectives of a compiled step -------===//
+//===- CollectiveReportTest.cpp - The collectives of a compiled step
+//-------===//
 //
 // The report (passes/spmd/CollectiveReport.h) over compiled GPT steps,
 // against the communication Megatron-LM's papers derive by hand for a
@@ -20,9 +21,9 @@
 //    microbatch forward (send) and its gradient once backward.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/spmd/CollectiveReport.h"
 #include "frontends/Models.h"
 #include "passes/pipeline/ParallelCompile.h"
-#include "passes/spmd/CollectiveReport.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,5 @@
-//===- MegatronSeedsTest.cpp - Megatron's layout on the frontends' graphs --===//
+//===- MegatronSeedsTest.cpp - Megatron's layout on the frontends' graphs
+//--===//
 //
 // The seeding rules go by parameter name, so they are checked against the
 // names the GPT and Llama frontends actually produce: every input gets the
@@ -29,11 +30,15 @@ Graph modelGraph(const char *specText) {
 std::string expected(const Value &in) {
   llvm::StringRef name = in.name;
   auto endsWithAny = [&](std::initializer_list<const char *> suffixes) {
-    return llvm::any_of(suffixes, [&](const char *s) { return name.endswith(s); });
+    return llvm::any_of(suffixes,
+                        [&](const char *s) { return name.endswith(s); });
   };
-  if (!in.isParam()) return "shard=[dp,_]";  // tokens, labels [B,S]
-  if (name == "wte") return "shard=[tp,_]";
-  if (name == "lm_head.w") return "shard=[_,tp]";
+  if (!in.isParam())
+    return "shard=[dp,_]"; // tokens, labels [B,S]
+  if (name == "wte")
+    return "shard=[tp,_]";
+  if (name == "lm_head.w")
+    return "shard=[_,tp]";
   if (endsWithAny({".attn.q.w", ".attn.k.w", ".attn.v.w", ".mlp.fc1.w",
                    ".mlp.gate.w", ".mlp.up.w"}))
     return "shard=[_,tp]";
@@ -84,14 +89,14 @@ TEST_P(SeedsOnModels, SequenceParallelAnnotatesEveryNorm) {
           << g.value(v).name;
     }
   }
-  EXPECT_EQ(norms, 2 * 2 + 1);  // two per layer and the final one
+  EXPECT_EQ(norms, 2 * 2 + 1); // two per layer and the final one
 }
 
 TEST_P(SeedsOnModels, RejectedConfigLeavesTheGraphAlone) {
   Graph g = modelGraph(GetParam().spec);
   std::string before = graphToString(g);
   MegatronSeedOptions o;
-  o.tp = 3;  // 4 heads
+  o.tp = 3; // 4 heads
   llvm::Error e = seedMegatron(g, o);
   ASSERT_TRUE(bool(e));
   EXPECT_NE(toString(std::move(e)).find("not divisible by tp 3"),
@@ -101,15 +106,14 @@ TEST_P(SeedsOnModels, RejectedConfigLeavesTheGraphAlone) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, SeedsOnModels,
-    testing::Values(
-        Family{"gpt", R"pb(name: "g" family: GPT vocab_size: 30
+    testing::Values(Family{"gpt", R"pb(name: "g" family: GPT vocab_size: 30
                            make_vocab_size_divisible_by: 16 hidden: 16
                            layers: 2 heads: 4 seq_len: 8 micro_batch: 4)pb"},
-        Family{"gpt_untied",
-               R"pb(name: "g" family: GPT vocab_size: 30
+                    Family{"gpt_untied",
+                           R"pb(name: "g" family: GPT vocab_size: 30
                     make_vocab_size_divisible_by: 16 hidden: 16 layers: 2
                     heads: 4 seq_len: 8 micro_batch: 4 tie_embeddings: false)pb"},
-        Family{"llama", R"pb(name: "l" family: LLAMA vocab_size: 30
+                    Family{"llama", R"pb(name: "l" family: LLAMA vocab_size: 30
                              make_vocab_size_divisible_by: 16 hidden: 16
                              layers: 2 heads: 4 kv_heads: 2 ffn: 24 seq_len: 8
                              micro_batch: 4)pb"}),
@@ -151,40 +155,47 @@ TEST_P(RejectsLayout, NamesTheConstraintAndTheFix) {
 INSTANTIATE_TEST_SUITE_P(
     Constraints, RejectsLayout,
     testing::Values(
-        BadLayout{"heads",
-                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+        BadLayout{
+            "heads",
+            R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4)pb",
-                  8, 1, false, "attention heads 4 (layers.0.attn) not divisible by tp 8",
-                  "use a tp that divides 4"},
-        BadLayout{"kv_heads",
-                  // 3 KV heads over tp 4: neither whole groups nor replicas.
-                  R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
+            8, 1, false,
+            "attention heads 4 (layers.0.attn) not divisible by tp 8",
+            "use a tp that divides 4"},
+        BadLayout{
+            "kv_heads",
+            // 3 KV heads over tp 4: neither whole groups nor replicas.
+            R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 24 layers: 1 heads: 12 kv_heads: 3 ffn: 24
                        seq_len: 8 micro_batch: 4)pb",
-                  4, 1, false,
-                  "KV heads 3 (layers.0.attn) neither divisible by tp 4 nor dividing it",
-                  "use a tp that divides 3 or a multiple of 3 dividing 12"},
-        BadLayout{"ffn",
-                  R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
+            4, 1, false,
+            "KV heads 3 (layers.0.attn) neither divisible by tp 4 nor dividing "
+            "it",
+            "use a tp that divides 3 or a multiple of 3 dividing 12"},
+        BadLayout{
+            "ffn",
+            R"pb(family: LLAMA vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 16 layers: 1 heads: 4 kv_heads: 4 ffn: 30
                        seq_len: 8 micro_batch: 4)pb",
-                  4, 1, false, ": 30 not divisible by tp 4",
-                  "use a tp that divides 30"},
-        BadLayout{"padded_vocab",
-                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 2
+            4, 1, false, ": 30 not divisible by tp 4",
+            "use a tp that divides 30"},
+        BadLayout{
+            "padded_vocab",
+            R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 2
                        hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 4)pb",
-                  4, 1, false, "30 not divisible by tp 4",
-                  "set make_vocab_size_divisible_by to a multiple of tp"},
-        BadLayout{"batch",
-                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+            4, 1, false, "30 not divisible by tp 4",
+            "set make_vocab_size_divisible_by to a multiple of tp"},
+        BadLayout{
+            "batch",
+            R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 16 layers: 1 heads: 4 seq_len: 8 micro_batch: 3)pb",
-                  1, 2, false, "batch 3 of %tokens not divisible by dp 2",
-                  "use a micro-batch size divisible by 2"},
-        BadLayout{"sequence",
-                  R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+            1, 2, false, "batch 3 of %tokens not divisible by dp 2",
+            "use a micro-batch size divisible by 2"},
+        BadLayout{
+            "sequence",
+            R"pb(family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
                        hidden: 16 layers: 1 heads: 4 seq_len: 6 micro_batch: 4)pb",
-                  4, 1, true, "sequence length 6 not divisible by tp 4",
-                  "or sp=0"}),
+            4, 1, true, "sequence length 6 not divisible by tp 4", "or sp=0"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace

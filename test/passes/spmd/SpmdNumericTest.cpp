@@ -1,4 +1,5 @@
-//===- SpmdNumericTest.cpp - Partitioned graphs compute the serial function ===//
+//===- SpmdNumericTest.cpp - Partitioned graphs compute the serial function
+//===//
 //
 // For tiny GPT and Llama models (forward + autodiff, in f64, with dropout),
 // every parallel configuration is partitioned by megatron-seeds + spmd and
@@ -51,7 +52,8 @@ Graph microbatchGraph(const char *specText) {
   Graph g = buildModelGraph(resolveModelSpec(*spec));
   EXPECT_FALSE(bool(differentiate(g)));
   for (size_t v = 0; v < g.numValues(); ++v)
-    if (g.value(v).type.dtype == DType::F32) g.value(v).type.dtype = DType::F64;
+    if (g.value(v).type.dtype == DType::F32)
+      g.value(v).type.dtype = DType::F64;
   for (size_t n = 0; n < g.nodes().size(); ++n)
     if (g.node(n).attrs.getString("dtype") == "f32")
       g.node(n).attrs.set("dtype", std::string("f64"));
@@ -91,7 +93,8 @@ TEST_P(SpmdNumeric, MatchesSerialLossAndGradients) {
   ASSERT_FALSE(bool(seedMegatron(parallel, c.options)));
   auto changed = createSpmdPass()->run(parallel);
   ASSERT_TRUE(bool(changed)) << toString(changed.takeError());
-  if (auto e = verifyGraph(parallel)) FAIL() << toString(std::move(e));
+  if (auto e = verifyGraph(parallel))
+    FAIL() << toString(std::move(e));
 
   std::vector<HostTensor> inputs = randomInputs(serial);
   auto want = spmdtest::simulate(serial, inputs, /*seed=*/7);
@@ -105,9 +108,11 @@ TEST_P(SpmdNumeric, MatchesSerialLossAndGradients) {
     ASSERT_EQ(a.type(), w.type()) << name;
     double scale = 0, worst = 0;
     int64_t at = 0;
-    for (int64_t i = 0; i < w.numElements(); ++i) scale = std::max(scale, std::abs(w.get(i)));
     for (int64_t i = 0; i < w.numElements(); ++i)
-      if (double d = std::abs(a.get(i) - w.get(i)); d > worst) worst = d, at = i;
+      scale = std::max(scale, std::abs(w.get(i)));
+    for (int64_t i = 0; i < w.numElements(); ++i)
+      if (double d = std::abs(a.get(i) - w.get(i)); d > worst)
+        worst = d, at = i;
     EXPECT_LE(worst, 1e-10 * std::max(scale, 1e-3))
         << name << ": element " << at << " is " << a.get(at) << ", serial "
         << w.get(at);
@@ -140,7 +145,8 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"llama_tp2_dp2_sp", kLlama, opts(2, 2, true)},
                     // KV heads replicated: 2 over tp 4, 1 over tp 2 and 4.
                     Case{"llama_tp4_kv_replicated", kLlama, opts(4, 1, false)},
-                    Case{"llama_tp4_dp2_sp_kv_replicated", kLlama, opts(4, 2, true)},
+                    Case{"llama_tp4_dp2_sp_kv_replicated", kLlama,
+                         opts(4, 2, true)},
                     Case{"falcon7b_tp2_sp", kFalcon7b, opts(2, 1, true)},
                     Case{"falcon7b_tp4_dp2", kFalcon7b, opts(4, 2, false)}),
     [](const auto &info) { return std::string(info.param.name); });

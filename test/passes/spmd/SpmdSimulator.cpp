@@ -1,4 +1,5 @@
-//===- SpmdSimulator.cpp - Runs a partitioned graph on every rank ----------===//
+//===- SpmdSimulator.cpp - Runs a partitioned graph on every rank
+//----------===//
 #include "SpmdSimulator.h"
 
 #include "runtime/cpu/CpuDevice.h"
@@ -24,10 +25,12 @@ void forEachInBlock(llvm::ArrayRef<int64_t> local,
   llvm::SmallVector<int64_t, 4> idx(r, 0);
   for (int64_t j = 0, n = numElements(local); j < n; ++j) {
     int64_t g = 0;
-    for (size_t d = 0; d < r; ++d) g = g * global[d] + idx[d] + offsets[d];
+    for (size_t d = 0; d < r; ++d)
+      g = g * global[d] + idx[d] + offsets[d];
     f(j, g);
     for (size_t d = r; d-- > 0;) {
-      if (++idx[d] < local[d]) break;
+      if (++idx[d] < local[d])
+        break;
       idx[d] = 0;
     }
   }
@@ -43,7 +46,8 @@ Block blockOf(const TensorType &local, const Sharding &s, const Mesh &mesh,
   Block b{local.shape, {}};
   for (size_t d = 0; d < local.shape.size(); ++d) {
     int64_t ways = 1;
-    for (const std::string &a : s.dims[d]) ways *= mesh.axisSize(a);
+    for (const std::string &a : s.dims[d])
+      ways *= mesh.axisSize(a);
     b.global[d] *= ways;
     b.offsets.push_back(shardIndex(mesh, rank, s.dims[d]) * local.shape[d]);
   }
@@ -60,7 +64,8 @@ std::vector<int64_t> groupOf(const Mesh &mesh, int64_t rank,
       if (!llvm::is_contained(axes, a.name) &&
           mesh.coord(q, a.name) != mesh.coord(rank, a.name))
         same = false;
-    if (same) group.push_back(q);
+    if (same)
+      group.push_back(q);
   }
   std::sort(group.begin(), group.end(), [&](int64_t a, int64_t b) {
     return shardIndex(mesh, a, axes) < shardIndex(mesh, b, axes);
@@ -68,7 +73,7 @@ std::vector<int64_t> groupOf(const Mesh &mesh, int64_t rank,
   return group;
 }
 
-using RankValues = std::vector<std::vector<HostTensor>>;  // [rank][value]
+using RankValues = std::vector<std::vector<HostTensor>>; // [rank][value]
 
 /// The collective `n` for every rank, by its definition in ir/Ops.def.
 llvm::Error runCollective(const Graph &g, const Node &n, RankValues &vals) {
@@ -130,7 +135,8 @@ HostTensor shardOf(const HostTensor &global, const Sharding &s,
                    const Mesh &mesh, int64_t rank) {
   TensorType local = global.type();
   for (size_t d = 0; d < local.shape.size(); ++d)
-    for (const std::string &a : s.dims[d]) local.shape[d] /= mesh.axisSize(a);
+    for (const std::string &a : s.dims[d])
+      local.shape[d] /= mesh.axisSize(a);
   HostTensor out(local);
   Block b = blockOf(local, s, mesh, rank);
   forEachInBlock(local.shape, b.global, b.offsets,
@@ -156,13 +162,15 @@ simulate(const Graph &g, llvm::ArrayRef<HostTensor> inputs, uint64_t seed) {
   }
   for (const Node &n : g.nodes()) {
     if (isCollective(n.op)) {
-      if (auto e = runCollective(g, n, vals)) return e;
+      if (auto e = runCollective(g, n, vals))
+        return e;
       continue;
     }
     for (int64_t r = 0; r < ranks; ++r) {
       llvm::SmallVector<const void *, 4> ins;
       llvm::SmallVector<void *, 3> outs;
-      for (ValueId v : n.operands) ins.push_back(vals[r][v].raw());
+      for (ValueId v : n.operands)
+        ins.push_back(vals[r][v].raw());
       for (ValueId v : n.results) {
         vals[r][v] = HostTensor(g.type(v));
         outs.push_back(vals[r][v].raw());
@@ -171,7 +179,8 @@ simulate(const Graph &g, llvm::ArrayRef<HostTensor> inputs, uint64_t seed) {
       ctx.seed = seed;
       ctx.mesh = g.partitioned ? &mesh : nullptr;
       ctx.rank = r;
-      if (auto e = runCpuKernel(g, n, ins, outs, ctx)) return e;
+      if (auto e = runCpuKernel(g, n, ins, outs, ctx))
+        return e;
     }
   }
   // Outputs: one representative per replicated axis; partial sums added.
@@ -191,12 +200,13 @@ simulate(const Graph &g, llvm::ArrayRef<HostTensor> inputs, uint64_t seed) {
             mesh.coord(r, a.name) != 0)
           representative = false;
       }
-      if (!representative) continue;
+      if (!representative)
+        continue;
       Block b = blockOf(local, s, mesh, r);
       const HostTensor &x = vals[r][v];
-      forEachInBlock(local.shape, b.global, b.offsets, [&](int64_t j, int64_t gi) {
-        y.set(gi, y.get(gi) + x.get(j));
-      });
+      forEachInBlock(
+          local.shape, b.global, b.offsets,
+          [&](int64_t j, int64_t gi) { y.set(gi, y.get(gi) + x.get(j)); });
     }
     outs.push_back(std::move(y));
   }

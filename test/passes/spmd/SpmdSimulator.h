@@ -1,4 +1,5 @@
-//===- SpmdSimulator.h - Runs a partitioned graph on every rank in lockstep -===//
+//===- SpmdSimulator.h - Runs a partitioned graph on every rank in lockstep
+//-===//
 //
 // A test oracle for the spmd pass, independent of the multi-device runtime:
 // every rank of the mesh runs the partitioned graph node by node with the CPU
