@@ -106,6 +106,13 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
           ": error: the checkpoint's tokenizer differs from the one of " +
           opts.dataPath + " (resume with the data it was trained on)");
   }
+  std::optional<Checkpoint> init;
+  if (!opts.initFrom.empty()) {
+    auto c = loadCheckpoint(opts.initFrom);
+    if (!c)
+      return c.takeError();
+    init = std::move(*c);
+  }
   // The vocabulary is the data's.
   if (spec.vocab_size() != tokenizer->vocabSize()) {
     os << "note: vocab_size " << spec.vocab_size() << " -> "
@@ -175,6 +182,13 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   TrainingSession &t = **session;
   if (auto e = t.initParams())
     return e;
+  if (init)
+    if (auto e = t.trainer().loadParams(
+            [&](llvm::StringRef n) { return init->lookup(n); }))
+      return err(opts.initFrom + ": error: " + llvm::toString(std::move(e)) +
+                 " (--init-from takes a checkpoint of this model: its spec, "
+                 "e.g. the model.textproto import-hf wrote beside it, and "
+                 "the tokenizer it was trained with)");
   if (ckpt) {
     if (auto e =
             t.loadState([&](llvm::StringRef n) { return ckpt->lookup(n); }))
@@ -257,7 +271,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
      << countParams(forward).total << " params) on " << opts.dataPath << ": "
      << steps << " steps x " << tokensPerStep << " tokens, vocab " << cfg.vocab
      << " (padded " << cfg.paddedVocab << ") on " << t.describe()
-     << (ckpt ? ", resumed at step " + std::to_string(t.step()) : "") << "\n";
+     << (ckpt ? ", resumed at step " + std::to_string(t.step()) : "")
+     << (init ? ", initialized from " + opts.initFrom : "") << "\n";
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
   int64_t firstStep = t.step();

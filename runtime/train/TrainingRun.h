@@ -42,7 +42,10 @@ struct RunOptions {
   std::string split = "969,30,1"; // Megatron --split of the blend's datasets
   std::string outDir;             // metrics, checkpoint, token cache
   bool resume = false;            // continue from OUT/checkpoint.bin
-  bool overwrite = false;         // replace a previous run in OUT
+  /// Start from this checkpoint's parameters (e.g. `strata import-hf`'s):
+  /// fresh optimizer state, step 0. Empty: the spec's initializer.
+  std::string initFrom;
+  bool overwrite = false;   // replace a previous run in OUT
   int64_t saveEvery = 0;    // steps between checkpoints (0: at evaluations)
   int64_t evalIters = 20;   // validation batches per evaluation
   int64_t sampleTokens = 0; // characters of sample text printed at the end

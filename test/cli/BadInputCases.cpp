@@ -106,6 +106,8 @@ std::vector<BadInput> badInputs() {
       {F, "save_every_negative", trainWith({"--save-every", "-1"}), "--save-every must be >= 0, got -1"},
       {F, "device_not_built", trainWith({"--device", "cuda-interpret"}), "--device: the cuda-interpret backend is not built yet (use --device cpu)"},
       {F, "device_unknown", trainWith({"--device", "tpu"}), "--device: unknown device 'tpu' (known: cpu)"},
+      {F, "init_from_and_resume", trainWith({"--init-from", "x.bin", "--resume"}), "--init-from and --resume exclude each other"},
+      {F, "init_from_missing", trainWith({"--init-from", "nope.bin"}), "--init-from nope.bin: no such file"},
       {F, "trace_steps_zero", trainWith({"--trace", "t.json", "--trace-steps", "0"}), "--trace-steps must be >= 1, got 0"},
       {F, "trace_into_missing_directory", trainWith({"--trace", "nodir/t.json"}), "the directory 'nodir' does not exist"},
       {F, "tp_beyond_the_model", trainWith({"--tp", "4096"}), "attention heads 4 (layers.0.attn) not divisible by tp 4096"},

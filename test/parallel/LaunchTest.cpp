@@ -495,5 +495,53 @@ seq_len: 8 micro_batch: 4 training { steps: 3 lr: 1e-2 eval_every: 0 })";
   EXPECT_NE(bad.err.find("does not exist"), std::string::npos) << bad.err;
 }
 
+// `train --init-from`: a new run starts from a checkpoint's weights with
+// fresh optimizer state at step 0. The text is one repeated character, so
+// every batch is the same and a loss measures only the weights: the first
+// loss of a run started from run A's checkpoint equals the next loss of A
+// resumed (A's weights on the same batch), and differs from a fresh run's.
+TEST_F(LaunchTest, InitFromStartsFromACheckpointsWeights) {
+  std::ofstream d(dir_ + "/same.txt");
+  d << std::string(4000, 'a');
+  d.close();
+  std::ofstream s(dir_ + "/g.textproto");
+  s << R"(name: "g" family: GPT vocab_size: 30 hidden: 16 layers: 2 heads: 4
+seq_len: 8 micro_batch: 4 dropout: 0
+training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 })";
+  s.close();
+  auto train = [&](std::vector<std::string> extra, const std::string &out) {
+    std::vector<std::string> a = {"train",    dir_ + "/g.textproto",
+                                  "--data",   dir_ + "/same.txt",
+                                  "--sample", "0",
+                                  "--out",    dir_ + "/" + out};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return strata(a);
+  };
+  ASSERT_EQ(train({}, "a").code, 0);
+  std::string ckpt = dir_ + "/a/checkpoint.bin";
+  Result b = train({"--init-from", ckpt, "--steps", "2"}, "b");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_NE(b.out.find("initialized from " + ckpt), std::string::npos) << b.out;
+  ASSERT_EQ(train({"--steps", "4", "--resume"}, "a").code, 0);
+  std::vector<std::string> a = losses(dir_ + "/a"), bl = losses(dir_ + "/b");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(bl.size(), 2u);
+  EXPECT_EQ(bl[0], a[3]) << "A's weights on the same batch";
+  EXPECT_NE(bl[0], a[0]) << "not the fresh initialization";
+
+  // Another model's checkpoint is refused, naming the tensor.
+  std::ofstream o(dir_ + "/other.textproto");
+  o << R"(name: "o" family: GPT vocab_size: 30 hidden: 32 layers: 2 heads: 4
+seq_len: 8 micro_batch: 4 training { steps: 3 lr: 1e-2 eval_every: 0 })";
+  o.close();
+  Result bad =
+      strata({"train", dir_ + "/other.textproto", "--data", dir_ + "/same.txt",
+              "--init-from", ckpt, "--out", dir_ + "/bad"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find(ckpt + ": tensor 'wte' is missing or is not"),
+            std::string::npos)
+      << bad.err;
+}
+
 } // namespace
 } // namespace strata

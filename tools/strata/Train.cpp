@@ -59,6 +59,12 @@ cl::opt<std::string>
            cl::desc("Run directory: metrics.jsonl, checkpoint.bin, token cache "
                     "(default out/<model name>)"),
            cl::value_desc("dir"), cl::sub(trainCmd), cl::cat(cat));
+cl::opt<std::string> initFrom("init-from",
+                              cl::desc("Start from the parameters of this "
+                                       "checkpoint (e.g. import-hf's): fresh "
+                                       "optimizer state, step 0"),
+                              cl::value_desc("checkpoint.bin"),
+                              cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> resume("resume", cl::desc("Continue from <out>/checkpoint.bin"),
                      cl::sub(trainCmd), cl::cat(cat));
 cl::opt<bool> overwrite(
@@ -344,6 +350,17 @@ Expected<std::string> dataFile(const LoadedPlan &loaded) {
 Expected<RunOptions> buildOptions() {
   if (Error e = checkTrainFlags())
     return std::move(e);
+  if (!initFrom.empty()) {
+    if (resume)
+      return usage(
+          "--init-from and --resume exclude each other (--resume continues a "
+          "run with its optimizer state and step; --init-from starts a new "
+          "one from a checkpoint's weights)");
+    if (!sys::fs::exists(initFrom))
+      return usage("--init-from " + initFrom +
+                   ": no such file (give a checkpoint.bin, "
+                   "e.g. the one `strata import-hf` wrote)");
+  }
   auto backend = parseBackend(device);
   if (!backend)
     return usage("--device: " + toString(backend.takeError()));
@@ -456,6 +473,7 @@ Expected<RunOptions> buildOptions() {
     return usage("--save-every must be >= 0, got " + Twine(int64_t(saveEvery)));
   o.tracePath = tracePath;
   o.device = *backend;
+  o.initFrom = initFrom;
   o.traceSteps = traceSteps;
   o.resume = resume;
   o.overwrite = overwrite;
