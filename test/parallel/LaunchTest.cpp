@@ -75,11 +75,28 @@ protected:
     return l;
   }
 
-  /// A tiny Llama spec with dropout and gradient accumulation, and its data.
-  std::string writeSpec() {
+  /// The training text of the tests' specs.
+  void writeText() {
     std::ofstream d(dir_ + "/text.txt");
     for (int i = 0; i < 300; ++i)
       d << "to be or not to be, that is the question " << i << "\n";
+  }
+
+  /// A 2-block GPT spec with dropout, `extra` added to its training section,
+  /// and its data.
+  std::string writeGpt(const std::string &extra = "") {
+    writeText();
+    std::ofstream s(dir_ + "/gpt.textproto");
+    s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
+hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
+training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 )"
+      << extra << " }\n";
+    return dir_ + "/gpt.textproto";
+  }
+
+  /// A tiny Llama spec with dropout and gradient accumulation, and its data.
+  std::string writeSpec() {
+    writeText();
     std::ofstream s(dir_ + "/spec.textproto");
     s << R"(name: "t" family: LLAMA vocab_size: 1 make_vocab_size_divisible_by: 16
 hidden: 16 layers: 1 heads: 4 kv_heads: 2 ffn: 32 seq_len: 8 micro_batch: 4 dropout: 0.1
@@ -250,17 +267,7 @@ TEST_F(LaunchTest, VerifyTreatsAnalyticallyZeroGradientsAsZero) {
 }
 
 TEST_F(LaunchTest, PipelinedVerifyAndTrainMatchSerial) {
-  std::ofstream d(dir_ + "/text.txt");
-  for (int i = 0; i < 300; ++i)
-    d << "to be or not to be, that is the question " << i << "\n";
-  d.close();
-  std::ofstream s(dir_ + "/gpt.textproto");
-  s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
-hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
-training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 }
-)";
-  s.close();
-  std::string spec = dir_ + "/gpt.textproto";
+  std::string spec = writeGpt();
   Result v =
       strata({"verify", spec, "--pp", "2", "--schedule", "1f1b", "--recompute",
               "selective", "--microbatches", "4", "--steps", "2"});
@@ -341,16 +348,7 @@ training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_c
 // (the same microbatches accumulated), and the pp 2 x tp 2 checkpoint
 // resumed on one device continues with the serial run's next losses.
 TEST_F(LaunchTest, PipelinedJobsMatchSerialAndResumeInAnotherLayout) {
-  std::ofstream d(dir_ + "/text.txt");
-  for (int i = 0; i < 300; ++i)
-    d << "to be or not to be, that is the question " << i << "\n";
-  d.close();
-  std::ofstream s(dir_ + "/gpt.textproto");
-  s << R"(name: "g" family: GPT vocab_size: 30 make_vocab_size_divisible_by: 16
-hidden: 16 layers: 2 heads: 4 seq_len: 8 micro_batch: 4 dropout: 0.1
-training { steps: 3 lr: 1e-2 min_lr: 1e-3 warmup: 1 eval_every: 0 seed: 3 grad_clip: 1.0 grad_accum: 2 }
-)";
-  s.close();
+  writeGpt("grad_accum: 2");
   auto train = [&](std::vector<std::string> pre, std::vector<std::string> extra,
                    const std::string &out) {
     std::vector<std::string> a = pre;
