@@ -1,7 +1,7 @@
 //===- FusionBench.cpp - The microbatch step with and without fusion ------===//
 //
 // Google Benchmark: one forward + backward of a model's microbatch graph on
-// the CPU device (Interpreter::run, inputs already on the device), in three
+// the CPU device (Executable::run, inputs already on the device), in three
 // builds of the graph: unfused, fused without row ops (`fusion{rows=false}`:
 // elementwise chains, matmul epilogues, column sums) and fused. The ratio
 // of the last two is what row-op fusion (softmax / norm prologues and

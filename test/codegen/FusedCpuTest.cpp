@@ -3,7 +3,7 @@
 // Differential tests of the fused CPU path (runtime/cpu/FusedKernels.h):
 //  - every fused kernel of the example models (forward + backward), run as a
 //    one-node graph on random inputs, against its body run node by node by
-//    the Interpreter with the built-in kernels;
+//    an Executable with the built-in kernels;
 //  - one kernel holding every op with a rendering rule, in f32 and f64;
 //  - whole microbatch graphs, and the trainer's fusion flag: loss and every
 //    gradient with and without fusion.
