@@ -114,10 +114,17 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     init = std::move(*c);
   }
   // The vocabulary is the data's.
+  auto note = [&](const llvm::Twine &msg) {
+    if (!writer)
+      return;
+    if (opts.note)
+      return opts.note(msg);
+    os << "note: " << msg << '\n';
+  };
   if (spec.vocab_size() != tokenizer->vocabSize()) {
-    os << "note: vocab_size " << spec.vocab_size() << " -> "
-       << tokenizer->vocabSize() << " (the " << tokenizer->name()
-       << " vocabulary of " << opts.dataPath << ")\n";
+    note("vocab_size " + llvm::Twine(spec.vocab_size()) + " -> " +
+         llvm::Twine(tokenizer->vocabSize()) + " (the " + tokenizer->name() +
+         " vocabulary of " + opts.dataPath + ")");
     spec.set_vocab_size(tokenizer->vocabSize());
   }
   if (auto e = checkModelSpec(spec, "model spec"))
@@ -142,10 +149,10 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
         refused.push_back(f);
         continue;
       }
-      os << "note: resuming with a changed " << f;
-      if (f == "training.steps" && tr.decay_iters() == 0)
-        os << " (the cosine decay follows steps: decay_iters is 0)";
-      os << "\n";
+      note("resuming with a changed " + f +
+           (f == "training.steps" && tr.decay_iters() == 0
+                ? " (the cosine decay follows steps: decay_iters is 0)"
+                : ""));
     }
     if (!refused.empty())
       return err(

@@ -29,6 +29,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -54,7 +55,10 @@ struct RunOptions {
   ParallelConfig parallel;  // tp x dp CPU devices (1 x 1: serial)
   bool fusion = false;      // fused kernels (TrainOptions::fusion)
   Backend device =
-      Backend::Cpu;      // what the devices are (runtime/parallel/Backend.h)
+      Backend::Cpu; // what the devices are (runtime/parallel/Backend.h)
+  /// Where notes on the run's inputs go (the driver's `strata train: note:`);
+  /// null: the output stream, prefixed `note: `.
+  std::function<void(const llvm::Twine &)> note;
   std::string tracePath; // Chrome trace of the first traceSteps steps
   int64_t traceSteps = 3;
   // A plan file's compiled programs for `parallel`, run instead of compiling

@@ -163,9 +163,10 @@ TEST_F(RunSafety, DivergedRunStopsNamingTheStepAndKeepsTheLastCheckpoint) {
   EXPECT_GT(failed, 2);
   EXPECT_EQ(kept, failed - 1);
   EXPECT_EQ(checkpointStep(), kept); // loads: every tensor finite
-  EXPECT_NE(r.out.find("note: resuming with a changed training.lr"),
+  EXPECT_NE(r.err.find("strata train: note: resuming with a changed "
+                       "training.lr"),
             std::string::npos)
-      << r.out;
+      << r.err;
   std::string metrics = read(out() + "/metrics.jsonl");
   EXPECT_EQ(metrics.find("nan"), std::string::npos) << metrics;
   EXPECT_EQ(metrics.find("inf"), std::string::npos) << metrics;
@@ -313,17 +314,19 @@ TEST_F(RunSafety, ResumeWithAChangedModelNamesTheFields) {
   Result schedule = strata(
       train({"--resume", "--steps", "3", "--warmup", "0", "--min-lr", "1e-4"}));
   EXPECT_EQ(schedule.rc, 0) << schedule.err;
-  EXPECT_NE(schedule.out.find("note: resuming with a changed training.min_lr"),
+  EXPECT_NE(schedule.err.find(
+                "strata train: note: resuming with a changed training.min_lr"),
             std::string::npos)
-      << schedule.out;
-  EXPECT_NE(schedule.out.find("note: resuming with a changed training.warmup"),
+      << schedule.err;
+  EXPECT_NE(schedule.err.find(
+                "strata train: note: resuming with a changed training.warmup"),
             std::string::npos)
-      << schedule.out;
-  EXPECT_NE(schedule.out.find("note: resuming with a changed training.steps "
-                              "(the cosine decay follows steps: decay_iters "
-                              "is 0)"),
+      << schedule.err;
+  EXPECT_NE(schedule.err.find("strata train: note: resuming with a changed "
+                              "training.steps (the cosine decay follows "
+                              "steps: decay_iters is 0)"),
             std::string::npos)
-      << schedule.out;
+      << schedule.err;
 }
 
 // hidden 1048576 has ~1.3e13 parameters: refused from the parameter count in

@@ -474,6 +474,7 @@ Expected<RunOptions> buildOptions() {
   o.tracePath = tracePath;
   o.device = *backend;
   o.initFrom = initFrom;
+  o.note = [](const Twine &msg) { reportNote(msg); };
   o.traceSteps = traceSteps;
   o.resume = resume;
   o.overwrite = overwrite;
