@@ -123,6 +123,47 @@ llvm::Error checkPassOptions(llvm::StringRef pass, const PassOptions &options,
   return llvm::Error::success();
 }
 
+llvm::Expected<int64_t> intPassOption(const PassOptions &options,
+                                      llvm::StringRef key, int64_t def) {
+  auto it = options.find(key);
+  if (it == options.end())
+    return def;
+  int64_t v;
+  if (llvm::StringRef(it->second).getAsInteger(10, v))
+    return err("option " + key + "='" + it->second + "' is not an integer");
+  return v;
+}
+
+llvm::Expected<double> floatPassOption(const PassOptions &options,
+                                       llvm::StringRef key, double def) {
+  auto it = options.find(key);
+  if (it == options.end())
+    return def;
+  double v;
+  if (llvm::StringRef(it->second).getAsDouble(v))
+    return err("option " + key + "='" + it->second + "' is not a number");
+  return v;
+}
+
+llvm::Expected<std::vector<int64_t>>
+intListPassOption(const PassOptions &options, llvm::StringRef key,
+                  llvm::StringRef what) {
+  std::vector<int64_t> out;
+  auto it = options.find(key);
+  if (it == options.end())
+    return out;
+  llvm::SmallVector<llvm::StringRef, 8> parts;
+  llvm::StringRef(it->second).split(parts, '+');
+  for (llvm::StringRef p : parts) {
+    int64_t v;
+    if (p.getAsInteger(10, v))
+      return err(key + " takes " + what + " joined by '+' (got '" + it->second +
+                 "')");
+    out.push_back(v);
+  }
+  return out;
+}
+
 llvm::Error PassManager::addPipeline(llvm::StringRef text) {
   auto entries = parsePipeline(text);
   if (!entries)

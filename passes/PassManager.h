@@ -43,6 +43,16 @@ llvm::Expected<std::vector<PipelineEntry>> parsePipeline(llvm::StringRef text);
 llvm::Error checkPassOptions(llvm::StringRef pass, const PassOptions &options,
                              llvm::ArrayRef<llvm::StringRef> known);
 
+/// For pass factories: option `key` as an integer or a number (`def` when
+/// absent), or integers joined by '+' (`what` they are, for the error).
+llvm::Expected<int64_t> intPassOption(const PassOptions &options,
+                                      llvm::StringRef key, int64_t def);
+llvm::Expected<double> floatPassOption(const PassOptions &options,
+                                       llvm::StringRef key, double def);
+llvm::Expected<std::vector<int64_t>>
+intListPassOption(const PassOptions &options, llvm::StringRef key,
+                  llvm::StringRef what);
+
 struct PassManagerOptions {
   /// Verify the input graph and the graph after every pass.
   bool verifyEach = true;

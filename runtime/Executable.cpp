@@ -14,16 +14,8 @@ llvm::Error err(const llvm::Twine &msg) {
 
 llvm::Expected<std::unique_ptr<Executable>>
 Executable::create(const Graph &g, BufferPlan plan, Device &device) {
-  if (plan.offsets.size() != g.numValues() || plan.root.size() != g.numValues())
-    return err("the buffer plan of @" + g.name + " covers " +
-               llvm::Twine(plan.offsets.size()) + " values, the program has " +
-               llvm::Twine(g.numValues()));
-  for (ValueId v = 0; v < ValueId(g.numValues()); ++v)
-    if (plan.root[v] < 0 || plan.root[v] > v ||
-        plan.root[plan.root[v]] != plan.root[v] ||
-        g.type(plan.root[v]).bytes() != g.type(v).bytes())
-      return err("the buffer plan of @" + g.name + " aliases %" +
-                 g.value(v).name + " to storage of another size");
+  if (auto e = verifyBufferPlan(g, plan))
+    return e;
   for (const Node &n : g.nodes())
     if (!device.supports(g, n))
       return err("device " + device.name() + " has no kernel for '" +

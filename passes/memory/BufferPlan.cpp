@@ -77,4 +77,25 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
   return plan;
 }
 
+llvm::Error verifyBufferPlan(const Graph &g, const BufferPlan &plan) {
+  auto fail = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the buffer plan of @" + g.name + " " + why);
+  };
+  if (plan.offsets.size() != g.numValues() || plan.root.size() != g.numValues())
+    return fail("covers " + llvm::Twine(plan.offsets.size()) +
+                " values, the program has " + llvm::Twine(g.numValues()));
+  for (ValueId v = 0; v < ValueId(g.numValues()); ++v) {
+    ValueId r = plan.root[v];
+    if (r < 0 || r > v || plan.root[r] != r ||
+        g.type(r).bytes() != g.type(v).bytes())
+      return fail("aliases %" + g.value(v).name +
+                  " to storage of another size");
+    int64_t off = plan.offsets[v];
+    if (off < -1 || (off >= 0 && off + g.type(v).bytes() > plan.arenaBytes))
+      return fail("places %" + g.value(v).name + " outside its arena");
+  }
+  return llvm::Error::success();
+}
+
 } // namespace strata

@@ -22,6 +22,8 @@
 
 #include "ir/Graph.h"
 
+#include "llvm/Support/Error.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -46,5 +48,10 @@ struct BufferPlan {
 
 /// Plans the arena of `g` (see the file comment).
 BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &options = {});
+
+/// Whether `plan` can run `g` (a stored plan is read back unchecked): one
+/// offset and root per value, each offset inside the arena, each root an
+/// earlier value of the same bytes that is its own root.
+llvm::Error verifyBufferPlan(const Graph &g, const BufferPlan &plan);
 
 } // namespace strata

@@ -5,8 +5,6 @@
 #include "passes/pipeline/Bindings.h"
 #include "passes/pipeline/ParallelCompile.h"
 
-#include "llvm/ADT/StringExtras.h"
-
 namespace strata {
 
 namespace {
@@ -63,26 +61,6 @@ private:
   SavedStateModel model_;
 };
 
-llvm::Expected<int64_t> intOption(const PassOptions &o, llvm::StringRef key,
-                                  int64_t def) {
-  auto it = o.find(key);
-  int64_t v = def;
-  if (it != o.end() && llvm::StringRef(it->second).getAsInteger(10, v))
-    return err("option " + key + " must be an integer (got '" + it->second +
-               "')");
-  return v;
-}
-
-llvm::Expected<double> floatOption(const PassOptions &o, llvm::StringRef key,
-                                   double def) {
-  auto it = o.find(key);
-  double v = def;
-  if (it != o.end() && llvm::StringRef(it->second).getAsDouble(v))
-    return err("option " + key + " must be a number (got '" + it->second +
-               "')");
-  return v;
-}
-
 llvm::Expected<std::unique_ptr<Pass>>
 pipelineFromOptions(const PassOptions &o) {
   if (auto e = checkPassOptions("pipeline", o,
@@ -95,7 +73,7 @@ pipelineFromOptions(const PassOptions &o) {
   for (auto [key, field, def] :
        {std::tuple{"pp", &p.pp, int64_t(1)},
         std::tuple{"microbatches", &p.microbatches, int64_t(1)}}) {
-    auto v = intOption(o, key, def);
+    auto v = intPassOption(o, key, def);
     if (!v)
       return v.takeError();
     *field = *v;
@@ -104,12 +82,12 @@ pipelineFromOptions(const PassOptions &o) {
        {std::pair{"beta1", &oc.beta1}, std::pair{"beta2", &oc.beta2},
         std::pair{"eps", &oc.eps}, std::pair{"weight-decay", &oc.weight_decay},
         std::pair{"grad-clip", &oc.grad_clip}}) {
-    auto v = floatOption(o, key, *field);
+    auto v = floatPassOption(o, key, *field);
     if (!v)
       return v.takeError();
     *field = *v;
   }
-  auto zero = intOption(o, "distributed-optimizer", 0);
+  auto zero = intPassOption(o, "distributed-optimizer", 0);
   if (!zero)
     return zero.takeError();
   p.distributedOptimizer = *zero != 0;
@@ -119,17 +97,10 @@ pipelineFromOptions(const PassOptions &o) {
       return s.takeError();
     p.schedule = *s;
   }
-  if (auto it = o.find("layers"); it != o.end()) {
-    llvm::SmallVector<llvm::StringRef, 8> parts;
-    llvm::StringRef(it->second).split(parts, '+');
-    for (llvm::StringRef part : parts) {
-      int64_t n;
-      if (part.getAsInteger(10, n))
-        return err("layers takes blocks per stage joined by '+' (got '" +
-                   it->second + "')");
-      p.layersPerStage.push_back(n);
-    }
-  }
+  auto layers = intListPassOption(o, "layers", "blocks per stage");
+  if (!layers)
+    return layers.takeError();
+  p.layersPerStage = std::move(*layers);
   return createPipelinePass(std::move(p));
 }
 } // namespace

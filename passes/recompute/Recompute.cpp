@@ -428,17 +428,10 @@ void registerRecomputePass() {
                         it->second + "')");
            options.mode = *mode;
          }
-         if (auto it = o.find("layers"); it != o.end()) {
-           llvm::SmallVector<llvm::StringRef, 8> parts;
-           llvm::StringRef(it->second).split(parts, '+');
-           for (llvm::StringRef p : parts) {
-             int64_t l;
-             if (p.getAsInteger(10, l))
-               return err("layers takes block indices joined by '+' (got '" +
-                          it->second + "')");
-             options.layers.push_back(l);
-           }
-         }
+         auto layers = intListPassOption(o, "layers", "block indices");
+         if (!layers)
+           return layers.takeError();
+         options.layers.assign(layers->begin(), layers->end());
          if (auto it = o.find("budget"); it != o.end()) {
            auto bytes = parseBytes(it->second);
            if (!bytes)

@@ -215,16 +215,6 @@ private:
   MegatronSeedOptions options_;
 };
 
-llvm::Expected<int64_t> intOption(const PassOptions &o, llvm::StringRef key,
-                                  int64_t def) {
-  auto it = o.find(key);
-  if (it == o.end())
-    return def;
-  int64_t v;
-  if (llvm::StringRef(it->second).getAsInteger(10, v))
-    return err("option " + key + "='" + it->second + "' is not an integer");
-  return v;
-}
 } // namespace
 
 std::unique_ptr<Pass> createMegatronSeedsPass(MegatronSeedOptions options) {
@@ -240,13 +230,13 @@ void registerMegatronSeedsPass() {
          if (auto e = checkPassOptions("megatron-seeds", o, {"tp", "dp", "sp"}))
            return e;
          MegatronSeedOptions options;
-         auto tp = intOption(o, "tp", 1);
+         auto tp = intPassOption(o, "tp", 1);
          if (!tp)
            return tp.takeError();
-         auto dp = intOption(o, "dp", 1);
+         auto dp = intPassOption(o, "dp", 1);
          if (!dp)
            return dp.takeError();
-         auto sp = intOption(o, "sp", 0);
+         auto sp = intPassOption(o, "sp", 0);
          if (!sp)
            return sp.takeError();
          if (*sp != 0 && *sp != 1)

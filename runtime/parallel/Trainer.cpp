@@ -203,6 +203,20 @@ llvm::Error Trainer::bind() {
       if (ob.outputs[o].role == Role::GradNorm)
         r->norm = DeviceBuffer(dev, opt.type(opt.outputs()[o]));
     r->staging.resize(ob.outputs.size());
+    // Which new values may be written over the state they replace (the
+    // input of the same name and role, if any).
+    for (size_t o = 0; o < ob.outputs.size(); ++o) {
+      const Binding &x = ob.outputs[o];
+      Role old = x.role == Role::NewParameter ? Role::Parameter
+                 : x.role == Role::NewAdamM   ? Role::AdamM
+                                              : Role::AdamV;
+      ValueId in = kNoValue;
+      for (size_t i = 0; i < ob.inputs.size(); ++i)
+        if (ob.inputs[i] == Binding{old, x.name})
+          in = opt.inputs()[i];
+      r->optInPlace.push_back(x.role != Role::GradNorm &&
+                              writesInPlace(opt, opt.outputs()[o], in));
+    }
     r->losses = DeviceBuffer(dev, TensorType{DType::F32, {M}});
     ranks_.push_back(std::move(r));
   }
@@ -409,15 +423,7 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
     if (!state || it == state->end())
       return err("@" + g.name + " output %" + g.value(out).name +
                  " updates no state of this rank");
-    // The input holding the state it replaces, if any.
-    Role old = x.role == Role::NewParameter ? Role::Parameter
-               : x.role == Role::NewAdamM   ? Role::AdamM
-                                            : Role::AdamV;
-    ValueId in = kNoValue;
-    for (size_t i = 0; i < b.inputs.size(); ++i)
-      if (b.inputs[i] == Binding{old, x.name})
-        in = g.inputs()[i];
-    if (writesInPlace(g, out, in)) {
+    if (r.optInPlace[o]) {
       bound.push_back(it->second.data());
       continue;
     }

@@ -34,7 +34,9 @@ struct Trainer::RankState {
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
   /// Parameters whose gradient buffer a B program wrote this step.
   llvm::StringSet<> gradsWritten;
-  /// Optimizer outputs that cannot be written in place, by output index.
+  /// Per optimizer output: whether it is written over the state it
+  /// replaces; else into its staging buffer, then copied.
+  std::vector<bool> optInPlace;
   std::vector<DeviceBuffer> staging;
   std::vector<std::vector<StashSlots>> stash; // [chunk][micro]
   /// Per chunk: stash slot sets free for the next F.

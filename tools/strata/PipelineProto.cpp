@@ -55,16 +55,11 @@ llvm::Expected<BufferPlan> loadBuffers(const pb::BufferPlan &in, const Graph &g,
   b.offsets.assign(in.offsets().begin(), in.offsets().end());
   b.root.assign(in.roots().begin(), in.roots().end());
   b.arenaBytes = in.arena_bytes();
-  bool ok = b.offsets.size() == g.numValues() && b.root.size() == g.numValues();
-  for (size_t v = 0; ok && v < b.offsets.size(); ++v)
-    ok = b.offsets[v] >= -1 && b.root[v] >= 0 && b.root[v] <= ValueId(v) &&
-         (b.offsets[v] < 0 ||
-          b.offsets[v] + g.type(ValueId(v)).bytes() <= b.arenaBytes);
-  if (!ok)
+  if (auto e = verifyBufferPlan(g, b))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        what + ": the stored buffer plan does not fit its program (recompile "
-               "the plan with `strata compile`)");
+        what + ": " + llvm::toString(std::move(e)) +
+            " (recompile the plan with `strata compile`)");
   return b;
 }
 } // namespace
