@@ -430,7 +430,7 @@ void registerRecomputePass() {
          }
          auto layers = intListPassOption(o, "layers", "block indices");
          if (!layers)
-           return layers.takeError();
+           return err(llvm::toString(layers.takeError()));
          options.layers.assign(layers->begin(), layers->end());
          if (auto it = o.find("budget"); it != o.end()) {
            auto bytes = parseBytes(it->second);

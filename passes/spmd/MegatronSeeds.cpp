@@ -232,13 +232,13 @@ void registerMegatronSeedsPass() {
          MegatronSeedOptions options;
          auto tp = intPassOption(o, "tp", 1);
          if (!tp)
-           return tp.takeError();
+           return err(llvm::toString(tp.takeError()));
          auto dp = intPassOption(o, "dp", 1);
          if (!dp)
-           return dp.takeError();
+           return err(llvm::toString(dp.takeError()));
          auto sp = intPassOption(o, "sp", 0);
          if (!sp)
-           return sp.takeError();
+           return err(llvm::toString(sp.takeError()));
          if (*sp != 0 && *sp != 1)
            return err("option sp must be 0 or 1 (got " + str(*sp) + ")");
          if (*tp < 1 || *dp < 1)
