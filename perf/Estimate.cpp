@@ -1,0 +1,212 @@
+//===- Estimate.cpp - Step time, throughput and memory of a compiled plan -===//
+#include "perf/Estimate.h"
+
+#include "ir/Op.h"
+#include "perf/OpTime.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Twine.h"
+
+#include <algorithm>
+
+namespace strata {
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// A node the backward recomputes (Recompute.h's markers), fused or not.
+bool isRecomputation(const Node &n) {
+  if (n.attrs.getBool("recompute") && n.attrs.getBool("bwd"))
+    return true;
+  if (n.op == OpKind::Fused && n.body)
+    return llvm::any_of(n.body->nodes(), [](const Node &b) {
+      return b.attrs.getBool("recompute");
+    });
+  return false;
+}
+
+/// Turns programs into SimPrograms for one pipeline rank.
+class ProgramLowering {
+public:
+  ProgramLowering(const pb::Hardware &hw, const OpTimeModel &ops,
+                  const Mesh &mesh, int64_t pipeRank,
+                  CollectiveAlgorithm algorithm)
+      : hw_(hw), ops_(ops), mesh_(mesh), algorithm_(algorithm) {
+    int64_t perStage = 1;
+    for (const MeshAxis &a : mesh.axes)
+      if (a.name != "pp")
+        perStage *= a.size;
+    perStage_ = perStage;
+    device_ = pipeRank * perStage;
+  }
+
+  /// `optimizer`: the rank's optimizer program (its ops are the optimizer
+  /// phase; its tensors keep their dtype under bf16: an fp32 optimizer).
+  SimProgram lower(const Graph &g, bool optimizer, bool half) {
+    SimProgram out;
+    half = half && !optimizer;
+    for (const Node &n : g.nodes()) {
+      if (n.op == OpKind::Send || n.op == OpKind::Recv) {
+        SimOp op;
+        op.kind = n.op == OpKind::Send ? SimOp::Send : SimOp::Recv;
+        op.peer = n.attrs.getInt("peer");
+        op.tag = n.attrs.getInt("tag");
+        if (op.kind == SimOp::Send) {
+          const TensorType &t = g.type(n.operands[0]);
+          op.bytes =
+              half && t.dtype == DType::F32 ? 2 * t.numElements() : t.bytes();
+          op.seconds = messageSeconds(
+              double(op.bytes), pairLink(hw_, device_, op.peer * perStage_));
+          op.label = label(out, "send peer " + std::to_string(op.peer));
+        }
+        out.ops.push_back(op);
+        continue;
+      }
+      if (isCollective(n.op)) {
+        out.ops.push_back(collective(g, n, half, out));
+        continue;
+      }
+      double s = ops_.nodeSeconds(g, n, half);
+      if (s <= 0)
+        continue;
+      Phase phase = optimizer            ? Phase::Optimizer
+                    : isRecomputation(n) ? Phase::Recompute
+                                         : Phase::Compute;
+      // Consecutive compute of one phase is one span.
+      if (!out.ops.empty() && out.ops.back().kind == SimOp::Work &&
+          out.ops.back().phase == phase && out.ops.back().label < 0)
+        out.ops.back().seconds += s;
+      else
+        out.ops.push_back({SimOp::Work, phase, s});
+    }
+    return out;
+  }
+
+private:
+  int32_t label(SimProgram &p, std::string text) {
+    p.labels.push_back(std::move(text));
+    return int32_t(p.labels.size() - 1);
+  }
+
+  SimOp collective(const Graph &g, const Node &n, bool half, SimProgram &p) {
+    std::vector<std::string> axes;
+    for (const std::string &a : n.attrs.getStrings("axes"))
+      axes.push_back(a);
+    GroupPlacement place =
+        placeGroup(mesh_, axes, device_, hw_.devices_per_node());
+    double bytes = 0;
+    for (ValueId v : n.operands)
+      bytes = std::max(bytes, double(g.type(v).bytes()));
+    for (ValueId v : n.results)
+      bytes = std::max(bytes, double(g.type(v).bytes()));
+    const TensorType &t = g.type(n.results[0]);
+    if (half && t.dtype == DType::F32)
+      bytes /= 2;
+    SimOp op;
+    bool pp = llvm::is_contained(axes, "pp");
+    op.kind = pp ? SimOp::Barrier : SimOp::Work;
+    op.phase = pp                               ? Phase::CommPp
+               : llvm::is_contained(axes, "dp") ? Phase::CommDp
+                                                : Phase::CommTp;
+    op.seconds = collectiveSeconds(n.op, bytes, place.size,
+                                   groupLink(hw_, place), hw_, algorithm_);
+    op.bytes = int64_t(bytes);
+    std::string name = opName(n.op).str();
+    for (const std::string &a : axes)
+      name += " " + a;
+    op.label = label(p, name);
+    return op;
+  }
+
+  const pb::Hardware &hw_;
+  const OpTimeModel &ops_;
+  const Mesh &mesh_;
+  CollectiveAlgorithm algorithm_;
+  int64_t perStage_ = 1, device_ = 0;
+};
+
+} // namespace
+
+Mesh planMesh(const CompiledPipeline &compiled) {
+  const PipelinePlan &p = compiled.pipeline;
+  if (!p.stages.empty() && p.stages.front().forward.mesh)
+    return *p.stages.front().forward.mesh;
+  return Mesh();
+}
+
+llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
+                                     const pb::Hardware &hw,
+                                     const EstimateOptions &options) {
+  auto peak = peakFlops(hw, options.precision);
+  if (!peak)
+    return peak.takeError();
+  OpTimeModel ops(hw, options.precision, *peak);
+  const PipelinePlan &p = compiled.pipeline;
+  Mesh mesh = planMesh(compiled);
+  bool half = options.precision == Precision::BF16;
+  SimPlan sim;
+  sim.schedule = p.schedule;
+  for (const PipelineStage &st : p.stages) {
+    ProgramLowering lower(hw, ops, mesh, st.rank, options.algorithm);
+    sim.forward.push_back(lower.lower(st.forward, false, half));
+    sim.backward.push_back(lower.lower(st.backward, false, half));
+  }
+  for (size_t r = 0; r < p.optimizers.size(); ++r) {
+    ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
+    sim.optimizer.push_back(lower.lower(p.optimizers[r], true, half));
+  }
+  if (sim.forward.size() != size_t(p.schedule.numStages()) ||
+      sim.optimizer.size() != size_t(p.schedule.pp))
+    return makeError("the plan has " + llvm::Twine(sim.forward.size()) +
+                     " stages and " + llvm::Twine(sim.optimizer.size()) +
+                     " optimizer programs for a schedule of " +
+                     llvm::Twine(p.schedule.numStages()) + " stages over " +
+                     llvm::Twine(p.schedule.pp) + " ranks");
+  return sim;
+}
+
+llvm::Expected<PlanEstimate> estimatePlan(const CompiledPipeline &compiled,
+                                          const pb::Hardware &hw,
+                                          const StepWork &work,
+                                          std::vector<int64_t> peakMemory,
+                                          const EstimateOptions &options) {
+  PlanEstimate e;
+  e.devices = std::max<int64_t>(planMesh(compiled).numDevices(), 1);
+  int64_t have = hw.nodes() * hw.devices_per_node();
+  if (hw.nodes() > 0 && e.devices > have)
+    return makeError("the layout needs " + llvm::Twine(e.devices) +
+                     " devices, the cluster '" + hw.name() + "' has " +
+                     llvm::Twine(have) + " (" + llvm::Twine(hw.nodes()) +
+                     " nodes of " + llvm::Twine(hw.devices_per_node()) +
+                     "; use a smaller tp * dp * pp or more nodes)");
+  auto peak = peakFlops(hw, options.precision);
+  if (!peak)
+    return peak.takeError();
+  e.peakFlops = *peak;
+  auto sim = buildSimPlan(compiled, hw, options);
+  if (!sim)
+    return sim.takeError();
+  auto result = simulatePlan(*sim, options.recordEvents);
+  if (!result)
+    return result.takeError();
+  e.sim = std::move(*result);
+  e.stepTime = e.sim.stepTime;
+  for (const RankTime &r : e.sim.ranks)
+    for (size_t i = 0; i < kNumPhases; ++i)
+      e.breakdown[i] += r.phase[i] / double(e.sim.ranks.size());
+  if (e.stepTime > 0) {
+    e.tokensPerSecond = work.tokens / e.stepTime;
+    double capacity = e.stepTime * double(e.devices) * e.peakFlops;
+    e.mfu = work.modelFlops / capacity;
+    e.hfu = work.hardwareFlops / capacity;
+  }
+  e.peakMemory = std::move(peakMemory);
+  for (int64_t b : e.peakMemory)
+    e.maxPeakMemory = std::max(e.maxPeakMemory, b);
+  return e;
+}
+
+} // namespace strata

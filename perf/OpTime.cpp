@@ -1,0 +1,125 @@
+//===- OpTime.cpp - Predicted time of one op on one device ----------------===//
+#include "perf/OpTime.h"
+
+#include "ir/Op.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata {
+
+OpTimeModel::OpTimeModel(const pb::Hardware &hw, Precision precision,
+                         double peak)
+    : hw_(hw), precision_(precision), peak_(peak) {}
+
+double OpTimeModel::bytes(const TensorType &t, bool half) const {
+  if (half && t.dtype == DType::F32)
+    return 2.0 * double(t.numElements());
+  return double(t.bytes());
+}
+
+double OpTimeModel::gemmComputeSeconds(double batch, int64_t m, int64_t n,
+                                       int64_t k) const {
+  const pb::Accelerator &a = hw_.accelerator();
+  double sms = double(a.multiprocessors());
+  double tm = double(a.gemm_tile_m()), tn = double(a.gemm_tile_n());
+  double tiles = batch * std::ceil(double(m) / tm) * std::ceil(double(n) / tn);
+  double waves = std::ceil(tiles / sms);
+  double perTile = 2.0 * tm * tn * double(k + kFill) / (peak_ / sms);
+  return waves * perTile;
+}
+
+double OpTimeModel::gemmSeconds(double batch, int64_t m, int64_t n, int64_t k,
+                                double bytes) const {
+  return std::max(gemmComputeSeconds(batch, m, n, k),
+                  bytes / hw_.accelerator().memory_bandwidth()) +
+         hw_.accelerator().kernel_launch_s();
+}
+
+double OpTimeModel::memorySeconds(double bytes) const {
+  return bytes / hw_.accelerator().memory_bandwidth() +
+         hw_.accelerator().kernel_launch_s();
+}
+
+namespace {
+/// (batch, m, n, k) of matmul node `n`: result [..., M, N], contraction K.
+struct GemmShape {
+  double batch;
+  int64_t m, n, k;
+};
+GemmShape matmulShape(const Graph &g, const Node &n) {
+  const TensorType &a = g.type(n.operands[0]), &c = g.type(n.results[0]);
+  int64_t k = n.attrs.getBool("transpose_a") ? a.shape[a.rank() - 2]
+                                             : a.shape[a.rank() - 1];
+  int64_t m = c.rank() >= 2 ? c.shape[c.rank() - 2] : 1;
+  int64_t nn = c.shape.empty() ? 1 : c.shape[c.rank() - 1];
+  double batch = double(c.numElements()) / double(std::max<int64_t>(m * nn, 1));
+  return {batch, m, nn, k};
+}
+} // namespace
+
+double OpTimeModel::attentionSeconds(const Graph &g, const Node &n,
+                                     bool half) const {
+  bool grad = n.op == OpKind::AttentionGrad;
+  const TensorType &q = g.type(n.operands[grad ? 1 : 0]);
+  if (q.rank() != 4)
+    return memorySeconds(0);
+  double bh = double(q.shape[0]) * double(q.shape[2]);
+  int64_t s = q.shape[1], d = q.shape[3];
+  // Score-shaped products (S x S, depth D) and value-shaped ones (S x D,
+  // depth S): forward QK^T and PV; backward QK^T, dP = dO V^T (scores), dV,
+  // dQ, dK (values).
+  double scores = grad ? 2 : 1, values = grad ? 3 : 1;
+  double compute = scores * gemmComputeSeconds(bh, s, s, d) +
+                   values * gemmComputeSeconds(bh, s, d, s);
+  int64_t window = n.attrs.getInt("window");
+  if (n.attrs.getBool("causal") && window == 0)
+    compute *= 0.5;
+  else if (window > 0 && window < s)
+    compute *= double(window) / double(s);
+  double moved = 0;
+  for (ValueId v : n.operands)
+    moved += bytes(g.type(v), half);
+  for (ValueId v : n.results)
+    moved += bytes(g.type(v), half);
+  return std::max(compute, moved / hw_.accelerator().memory_bandwidth()) +
+         hw_.accelerator().kernel_launch_s();
+}
+
+double OpTimeModel::nodeSeconds(const Graph &g, const Node &n,
+                                bool half) const {
+  double moved = 0;
+  for (ValueId v : n.operands)
+    moved += bytes(g.type(v), half);
+  for (ValueId v : n.results)
+    moved += bytes(g.type(v), half);
+  switch (n.op) {
+  case OpKind::Reshape:
+    return 0;
+  case OpKind::MatMul: {
+    GemmShape s = matmulShape(g, n);
+    return gemmSeconds(s.batch, s.m, s.n, s.k, moved);
+  }
+  case OpKind::Attention:
+  case OpKind::AttentionGrad:
+    return attentionSeconds(g, n, half);
+  case OpKind::Gather: {
+    // Reads the looked-up rows (as many as it writes) and the ids.
+    double out = bytes(g.type(n.results[0]), half);
+    return memorySeconds(2 * out + bytes(g.type(n.operands[1]), half));
+  }
+  case OpKind::Fused: {
+    const Graph *body = n.body.get();
+    if (body && !body->nodes().empty() &&
+        body->nodes().front().op == OpKind::MatMul) {
+      GemmShape s = matmulShape(*body, body->nodes().front());
+      return gemmSeconds(s.batch, s.m, s.n, s.k, moved);
+    }
+    return memorySeconds(moved);
+  }
+  default:
+    return memorySeconds(moved);
+  }
+}
+
+} // namespace strata

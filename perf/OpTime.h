@@ -1,0 +1,70 @@
+//===- OpTime.h - Predicted time of one op on one device ------------------===//
+//
+// The compute half of the performance model, from the hardware description
+// alone (no constant is fitted to training results):
+//
+//   GEMM      a kernel tiles the m x n output into gemm_tile_m x gemm_tile_n
+//             tiles, one per multiprocessor at a time; tiles run in waves of
+//             `multiprocessors`, so a partial last wave costs a whole one
+//             (wave quantization) and a dimension that is not a multiple of
+//             the tile pays for the padding. A tile of depth k takes
+//             2*tm*tn*(k + kFill) / (peak / multiprocessors) seconds: kFill =
+//             64 is the software pipeline's fill and the epilogue (about two
+//             32-deep k-blocks), which is what makes small k inefficient. The
+//             kernel is also bounded by reading A and B and writing C once at
+//             the memory bandwidth: time = max(compute, bytes / bandwidth) +
+//             kernel_launch_s.
+//   attention a fused (flash-style) kernel: its batched GEMMs (2 forward,
+//             5 backward: QK^T recomputed, dP, dV, dQ, dK) by the GEMM
+//             model, half the tiles when causal (the masked ones are
+//             skipped), plus reading q, k, v and writing the result.
+//   fused     one kernel: its matmul anchor's GEMM time, bounded below by
+//             the fused node's operands and results at memory bandwidth.
+//   others    memory-bound: bytes read and written / bandwidth + launch
+//             (reshape is a view: free).
+//
+// Tensor bytes follow the precision (Hardware.h): under bf16 an f32 tensor
+// of a stage program counts 2 bytes per element.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+#include "perf/Hardware.h"
+
+namespace strata {
+
+/// The per-device cost of ops under one hardware description and precision.
+class OpTimeModel {
+public:
+  /// `peak`: peakFlops(hw, precision), already checked.
+  OpTimeModel(const pb::Hardware &hw, Precision precision, double peak);
+
+  /// Seconds of the GEMM part of `batch` (m x k) * (k x n) products at the
+  /// tile and wave granularity above (no launch, no memory bound).
+  double gemmComputeSeconds(double batch, int64_t m, int64_t n,
+                            int64_t k) const;
+  /// A whole GEMM kernel: max(compute, bytes / bandwidth) + launch.
+  double gemmSeconds(double batch, int64_t m, int64_t n, int64_t k,
+                     double bytes) const;
+  /// A memory-bound kernel moving `bytes`.
+  double memorySeconds(double bytes) const;
+  /// Seconds of compute node `n` of `g` (not a collective or message);
+  /// `halfTensors`: count f32 tensors as 16-bit (bf16 stage programs).
+  double nodeSeconds(const Graph &g, const Node &n, bool halfTensors) const;
+
+  const pb::Hardware &hardware() const { return hw_; }
+
+  /// The tile's pipeline fill, in elements of k (see the file comment).
+  static constexpr int64_t kFill = 64;
+
+private:
+  double bytes(const TensorType &t, bool half) const;
+  double attentionSeconds(const Graph &g, const Node &n, bool half) const;
+
+  const pb::Hardware &hw_;
+  Precision precision_;
+  double peak_;
+};
+
+} // namespace strata

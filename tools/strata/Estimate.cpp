@@ -1,0 +1,399 @@
+//===- Estimate.cpp - `strata estimate SPEC|PLAN --cluster NAME|FILE` -----===//
+//
+// Predicts a training step of a plan on a cluster (perf/Estimate.h): the
+// spec is compiled in memory with the layout flags of `strata compile` (a
+// plan file keeps its own layout), its per-rank instruction streams are
+// simulated event by event with op, collective and message times from the
+// cluster's description (hardware/), and the step time, its breakdown,
+// tokens/s, MFU, HFU and the memory plan's peak per device are printed, or
+// written as JSON. --trace writes the predicted timeline in the Chrome
+// format of `strata train --trace` (runtime/Trace.h), one process row per
+// pipeline rank's first device.
+//
+//===----------------------------------------------------------------------===//
+#include "perf/Estimate.h"
+#include "frontends/ModelStats.h"
+#include "frontends/Models.h"
+#include "runtime/Trace.h"
+#include "runtime/io/AtomicFile.h"
+#include "tools/strata/Driver.h"
+#include "tools/strata/Flags.h"
+#include "tools/strata/PipelineProto.h"
+#include "tools/strata/Verb.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace strata {
+namespace {
+
+cl::SubCommand
+    estimateCmd("estimate",
+                "Predict the step time, throughput and memory of a plan on a "
+                "cluster (simulated, nothing runs)");
+cl::OptionCategory &cat = strataCategory();
+
+cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                               cl::desc("<model spec .textproto or plan file>"),
+                               cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string>
+    cluster("cluster", cl::Required,
+            cl::desc("A built-in cluster (a100-80gb, h100-sxm, h200, "
+                     "v100-dgx2h) or a hardware .textproto file"),
+            cl::value_desc("name|file"), cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<int64_t> nodes("nodes",
+                       cl::desc("Nodes in the cluster (default: the file's "
+                                "`nodes`, or as many as the layout needs)"),
+                       cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string> precision(
+    "precision",
+    cl::desc("How the device runs the plan's f32 tensors: f32, tf32 (tensor "
+             "cores on f32) or bf16 (mixed precision: 16-bit activations, "
+             "gradients and matmuls, fp32 optimizer)"),
+    cl::init("f32"), cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string> algorithm("collective-algorithm",
+                               cl::desc("all_reduce algorithm: auto (the "
+                                        "faster), ring or tree"),
+                               cl::init("auto"), cl::sub(estimateCmd),
+                               cl::cat(cat));
+cl::opt<bool> asJson("json", cl::desc("Print the estimate as JSON"),
+                     cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string>
+    tracePath("trace",
+              cl::desc("Write the predicted step timeline as a Chrome trace "
+                       "(the format of `strata train --trace`)"),
+              cl::value_desc("file.json"), cl::sub(estimateCmd), cl::cat(cat));
+
+// The layout flags of `strata compile` (Compile.cpp), for a spec.
+cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
+                    cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1),
+                    cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<int64_t> pp("pp", cl::desc("Pipeline-parallel degree"), cl::init(1),
+                    cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<bool> sp("sp", cl::desc("Sequence parallelism (over tp)"),
+                 cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("Microbatches per optimizer step (default: the spec's "
+             "training.grad_accum)"),
+    cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string> schedule("schedule",
+                              cl::desc("gpipe, 1f1b or interleaved:V"),
+                              cl::init("1f1b"), cl::sub(estimateCmd),
+                              cl::cat(cat));
+cl::opt<std::string>
+    recomputeMode("recompute",
+                  cl::desc("Activation recomputation: none, selective, full or "
+                           "auto (with --memory-budget)"),
+                  cl::init("none"), cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string>
+    memoryBudget("memory-budget",
+                 cl::desc("Peak bytes per device (16GiB, 512MiB, 16GB or "
+                          "bytes), as for compile"),
+                 cl::sub(estimateCmd), cl::cat(cat));
+cl::list<int64_t> layersPerStage("layers-per-stage", cl::CommaSeparated,
+                                 cl::desc("Blocks per pipeline stage, e.g. "
+                                          "5,6,6,5 (default: balanced)"),
+                                 cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<std::string>
+    savedState("saved-state",
+               cl::desc("Activation accounting: strata or megatron"),
+               cl::init("strata"), cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<bool>
+    distributedOptimizer("distributed-optimizer",
+                         cl::desc("Shard the AdamW state over dp (ZeRO-1)"),
+                         cl::sub(estimateCmd), cl::cat(cat));
+cl::opt<bool> noFusion("no-fusion", cl::desc("Keep every op unfused"),
+                       cl::sub(estimateCmd), cl::cat(cat));
+
+Error usage(const Twine &msg) { return usageError(msg); }
+
+/// The layout of a spec from the flags (as `strata compile` reads them).
+Expected<ParallelCompileOptions> layoutOptions(const pb::ModelSpec &spec) {
+  if (Error e = checkFlags({
+          atLeast(tp, 1, "1 is no tensor parallelism"),
+          atLeast(dp, 1, "1 is no data parallelism"),
+          atLeast(pp, 1, "1 is no pipeline"),
+          atLeast(microbatches, 1, "microbatches per optimizer step"),
+          oneOf(recomputeMode, {"none", "selective", "full", "auto"}),
+          oneOf(savedState, {"strata", "megatron"}),
+      }))
+    return e;
+  if (Error e = checkSequenceParallel(sp, tp))
+    return e;
+  ParallelCompileOptions o;
+  o.tp = tp;
+  o.dp = dp;
+  o.pp = pp;
+  o.sp = sp;
+  o.microbatches = given(microbatches) ? int64_t(microbatches)
+                                       : spec.training().grad_accum();
+  auto sched = parseScheduleSpec(schedule);
+  if (!sched)
+    return usage("--schedule: " + toString(sched.takeError()));
+  o.schedule = *sched;
+  o.recompute = *parseRecomputeMode(recomputeMode);
+  if (!memoryBudget.empty()) {
+    auto bytes = parseBytes(memoryBudget);
+    if (!bytes)
+      return usage("--memory-budget takes a byte count such as 16GiB, 512MiB "
+                   "or 16GB, got '" +
+                   memoryBudget + "'");
+    o.memoryBudget = *bytes;
+  }
+  if (o.pp > 1 || o.recompute != RecomputeMode::None)
+    if (Error e =
+            checkPipelineFlags(o.schedule, o.pp, o.microbatches, spec.layers()))
+      return e;
+  o.layersPerStage.assign(layersPerStage.begin(), layersPerStage.end());
+  o.savedState = *parseSavedStateModel(savedState);
+  const pb::Training &t = spec.training();
+  o.optimizer.beta1 = t.beta1();
+  o.optimizer.beta2 = t.beta2();
+  o.optimizer.eps = t.eps();
+  o.optimizer.weight_decay = t.weight_decay();
+  o.optimizer.grad_clip = t.grad_clip();
+  o.fusion = !noFusion;
+  o.distributedOptimizer = distributedOptimizer;
+  return o;
+}
+
+/// A plan with what the estimate reads: programs, memory peaks, the work of
+/// a step.
+struct Input {
+  CompiledPipeline compiled;
+  std::vector<int64_t> peaks;
+  StepWork work;
+  std::string name, layout;
+};
+
+/// What recomputation adds to a step of `seqs` sequences (as inspect).
+double recomputedFlops(const ModelConfig &c, RecomputeMode mode,
+                       size_t recomputedLayers, int64_t seqs) {
+  if (mode == RecomputeMode::Selective)
+    return recomputeFlopsPerStep(c, seqs, /*full=*/false);
+  return recomputeFlopsPerStep(c, seqs, /*full=*/true) *
+         double(recomputedLayers) / double(std::max<int64_t>(c.layers, 1));
+}
+
+Expected<Input> loadInput() {
+  auto loaded = loadPlanOrSpec(inputPath);
+  if (!loaded)
+    return loaded.takeError();
+  Input in;
+  const ModelConfig &c = loaded->config;
+  in.name = c.name;
+  ParallelCompileOptions o;
+  if (isSpecPath(inputPath)) {
+    auto opts = layoutOptions(loaded->plan.model());
+    if (!opts)
+      return opts.takeError();
+    o = *opts;
+    auto compiled = compilePipeline(loaded->graph, o);
+    if (!compiled)
+      return usage(toString(compiled.takeError()));
+    in.compiled = std::move(*compiled);
+    for (const RankMemory &m : in.compiled.memory.ranks)
+      in.peaks.push_back(m.peak);
+  } else {
+    const cl::Option *layoutFlags[] = {&tp,
+                                       &dp,
+                                       &pp,
+                                       &sp,
+                                       &microbatches,
+                                       &schedule,
+                                       &recomputeMode,
+                                       &memoryBudget,
+                                       std::addressof(layersPerStage),
+                                       &savedState,
+                                       &distributedOptimizer,
+                                       &noFusion};
+    for (const cl::Option *f : layoutFlags)
+      if (given(*f))
+        return usage("--" + f->ArgStr + " applies to a model spec; " +
+                     inputPath +
+                     " is a compiled plan with its own layout (estimate the "
+                     "spec, or compile the plan again)");
+    auto compiled = loadPipeline(loaded->plan);
+    if (!compiled)
+      return compiled.takeError();
+    in.compiled = std::move(*compiled);
+    for (const auto &r : loaded->plan.memory().ranks())
+      in.peaks.push_back(r.peak());
+    const pb::ParallelConfig &pc = loaded->plan.parallel();
+    o.tp = std::max<int64_t>(pc.tp(), 1);
+    o.dp = std::max<int64_t>(pc.dp(), 1);
+    o.pp = std::max<int64_t>(pc.pp(), 1);
+    o.microbatches = in.compiled.pipeline.schedule.microbatches;
+    o.recompute = pc.recompute().empty() ? RecomputeMode::None
+                                         : *parseRecomputeMode(pc.recompute());
+    o.schedule = in.compiled.pipeline.schedule.spec;
+  }
+  int64_t seqs = c.microBatch * o.microbatches;
+  in.work.tokens = double(seqs * c.seq);
+  in.work.modelFlops = modelFlopsPerStep(c, seqs);
+  in.work.hardwareFlops =
+      in.work.modelFlops + recomputedFlops(c, o.recompute,
+                                           in.compiled.recomputedLayers.size(),
+                                           seqs);
+  in.layout = "tp " + std::to_string(o.tp) + ", dp " + std::to_string(o.dp) +
+              ", pp " + std::to_string(o.pp) + ", " + o.schedule.str() + ", " +
+              std::to_string(o.microbatches) + " microbatches, " +
+              "recompute " + recomputeModeName(o.recompute).str();
+  return in;
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  if (s >= 1)
+    snprintf(buf, sizeof buf, "%.3f s", s);
+  else if (s >= 1e-3)
+    snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  else
+    snprintf(buf, sizeof buf, "%.3f us", s * 1e6);
+  return buf;
+}
+
+json::Object breakdownJson(const std::array<double, kNumPhases> &phases) {
+  json::Object o;
+  for (size_t i = 0; i < kNumPhases; ++i)
+    o[phaseName(Phase(i))] = phases[i];
+  return o;
+}
+
+json::Value toJson(const Input &in, const PlanEstimate &e,
+                   const pb::Hardware &hw) {
+  json::Array ranks, peaks;
+  for (size_t r = 0; r < e.sim.ranks.size(); ++r)
+    ranks.push_back(json::Object{
+        {"rank", int64_t(r)},
+        {"breakdown", breakdownJson(e.sim.ranks[r].phase)},
+        {"peak_memory_bytes", r < e.peakMemory.size() ? e.peakMemory[r] : 0}});
+  for (int64_t b : e.peakMemory)
+    peaks.push_back(b);
+  return json::Object{
+      {"model", in.name},
+      {"cluster", hw.name()},
+      {"precision", precisionName(*parsePrecision(precision))},
+      {"layout", in.layout},
+      {"devices", e.devices},
+      {"step_time_s", e.stepTime},
+      {"tokens_per_step", in.work.tokens},
+      {"tokens_per_s", e.tokensPerSecond},
+      {"model_flops_per_step", in.work.modelFlops},
+      {"hardware_flops_per_step", in.work.hardwareFlops},
+      {"peak_flops_per_device", e.peakFlops},
+      {"mfu", e.mfu},
+      {"hfu", e.hfu},
+      {"bubble_fraction", e.sim.bubbleFraction()},
+      {"peak_memory_bytes", e.maxPeakMemory},
+      {"peak_memory_per_rank", std::move(peaks)},
+      {"memory_capacity_bytes", hw.accelerator().memory_bytes()},
+      {"fits", e.maxPeakMemory <= hw.accelerator().memory_bytes()},
+      {"breakdown", breakdownJson(e.breakdown)},
+      {"ranks", std::move(ranks)}};
+}
+
+void printText(raw_ostream &os, const Input &in, const PlanEstimate &e,
+               const pb::Hardware &hw) {
+  os << in.name << " on " << hw.name() << " (" << hw.accelerator().name()
+     << "): " << e.devices << (e.devices == 1 ? " device" : " devices") << ", "
+     << in.layout << ", precision " << precision << "\n";
+  os << "step time        " << seconds(e.stepTime) << "\n";
+  os << "tokens/s         "
+     << withCommas(int64_t(std::llround(e.tokensPerSecond))) << " ("
+     << withCommas(int64_t(in.work.tokens)) << " tokens per step)\n";
+  os << format("MFU              %.1f%%  (HFU %.1f%%, of %.4g TFLOP/s per "
+               "device)\n",
+               100 * e.mfu, 100 * e.hfu, e.peakFlops / 1e12);
+  os << "breakdown (mean over pipeline ranks)\n";
+  for (size_t i = 0; i < kNumPhases; ++i)
+    os << format("  %-12s %14s  %5.1f%%\n", phaseName(Phase(i)),
+                 seconds(e.breakdown[i]).c_str(),
+                 e.stepTime > 0 ? 100 * e.breakdown[i] / e.stepTime : 0.0);
+  os << "peak memory per device:";
+  for (size_t r = 0; r < e.peakMemory.size(); ++r)
+    os << (r ? ", " : " ") << "rank " << r << " "
+       << formatBytes(e.peakMemory[r]);
+  os << " (of " << formatBytes(hw.accelerator().memory_bytes()) << ")\n";
+}
+
+Error writeTrace(const PlanEstimate &e, int64_t devicesPerRank) {
+  Trace trace;
+  for (const SimEvent &ev : e.sim.events) {
+    int64_t begin = std::llround(ev.start * 1e6);
+    trace.add({ev.rank * devicesPerRank, "device stream 0", ev.name,
+               ev.category, begin, std::llround(ev.end * 1e6) - begin,
+               ev.bytes});
+  }
+  json::Value json = trace.toJson();
+  return writeFileAtomically(tracePath, [&](raw_ostream &out) {
+    out << json << '\n';
+    return Error::success();
+  });
+}
+
+int runEstimate() {
+  if (Error e = checkFlags({atLeast(nodes, 1, "nodes in the cluster"),
+                            oneOf(precision, {"f32", "tf32", "bf16"}),
+                            oneOf(algorithm, {"auto", "ring", "tree"})}))
+    return reportError(std::move(e));
+  if (!tracePath.empty()) {
+    StringRef dir = sys::path::parent_path(tracePath);
+    if (!dir.empty() && !sys::fs::is_directory(dir))
+      return reportError(usage("--trace " + tracePath + ": the directory '" +
+                               dir +
+                               "' does not exist (create it, or write "
+                               "the trace elsewhere)"));
+  }
+  auto hw = loadHardware(cluster);
+  if (!hw)
+    return reportError(hw.takeError());
+  if (given(nodes))
+    hw->set_nodes(nodes);
+  auto in = loadInput();
+  if (!in)
+    return reportError(in.takeError());
+  EstimateOptions o;
+  o.precision = *parsePrecision(precision);
+  o.algorithm = algorithm == "ring"   ? CollectiveAlgorithm::Ring
+                : algorithm == "tree" ? CollectiveAlgorithm::Tree
+                                      : CollectiveAlgorithm::Auto;
+  o.recordEvents = !tracePath.empty();
+  auto e = estimatePlan(in->compiled, *hw, in->work, in->peaks, o);
+  if (!e)
+    return reportError(e.takeError());
+  if (!tracePath.empty()) {
+    Mesh mesh = planMesh(in->compiled);
+    int64_t perRank =
+        mesh.numDevices() / std::max<int64_t>(mesh.axisSize("pp"), 1);
+    if (Error err = writeTrace(*e, std::max<int64_t>(perRank, 1)))
+      return reportError(std::move(err));
+  }
+  if (e->maxPeakMemory > hw->accelerator().memory_bytes())
+    reportWarning("the plan needs " + formatBytes(e->maxPeakMemory) +
+                  " on its fullest device, " + hw->accelerator().name() +
+                  " has " + formatBytes(hw->accelerator().memory_bytes()) +
+                  " (it would not fit: recompute, more pp or tp, or "
+                  "--distributed-optimizer)");
+  if (asJson)
+    outs() << toJson(*in, *e, *hw) << "\n";
+  else
+    printText(outs(), *in, *e, *hw);
+  if (!tracePath.empty() && !asJson)
+    outs() << "wrote the predicted step timeline to " << tracePath << "\n";
+  return kExitOk;
+}
+
+VerbRegistration reg(estimateCmd, runEstimate);
+
+} // namespace
+} // namespace strata
