@@ -54,14 +54,15 @@ public:
         op.kind = n.op == OpKind::Send ? SimOp::Send : SimOp::Recv;
         op.peer = n.attrs.getInt("peer");
         op.tag = n.attrs.getInt("tag");
-        if (op.kind == SimOp::Send) {
-          const TensorType &t = g.type(n.operands[0]);
-          op.bytes =
-              half && t.dtype == DType::F32 ? 2 * t.numElements() : t.bytes();
+        const TensorType &t =
+            g.type(op.kind == SimOp::Send ? n.operands[0] : n.results[0]);
+        op.bytes =
+            half && t.dtype == DType::F32 ? 2 * t.numElements() : t.bytes();
+        if (op.kind == SimOp::Send)
           op.seconds = messageSeconds(
               double(op.bytes), pairLink(hw_, device_, op.peer * perStage_));
-          op.label = label(out, "send peer " + std::to_string(op.peer));
-        }
+        op.label =
+            label(out, opName(n.op).str() + " peer " + std::to_string(op.peer));
         out.ops.push_back(op);
         continue;
       }

@@ -141,10 +141,12 @@ private:
           start = s.clock - op.seconds;
           break;
         }
+        // A send's span is its transfer (the runtime's trace names sends
+        // and recvs collectives too).
         if (op.label >= 0)
-          event(r, prog.labels[size_t(op.label)],
-                op.kind == SimOp::Send ? "message" : "collective", start,
-                s.clock, op.bytes);
+          event(r, prog.labels[size_t(op.label)], "collective", start,
+                op.kind == SimOp::Send ? start + op.seconds : s.clock,
+                op.bytes);
         ++s.op;
         moved = true;
         continue;

@@ -57,7 +57,8 @@ struct SimOp {
   double seconds = 0;
   /// Send / Recv: the peer's pipeline rank and the message tag.
   int64_t peer = -1, tag = -1;
-  /// Index into SimProgram::labels of a traced op (a collective), or -1.
+  /// Index into SimProgram::labels of a traced op (a collective or
+  /// message), or -1.
   int32_t label = -1;
   int64_t bytes = -1;
 };
@@ -76,8 +77,10 @@ struct SimPlan {
 
 /// A span of the timeline, for the trace.
 struct SimEvent {
-  int64_t rank = 0;           // pipeline rank
-  std::string name, category; // "F3" / "program", "all_reduce tp" / ...
+  int64_t rank = 0; // pipeline rank
+  /// "F3", "optimizer" / "program"; "all_reduce tp", "send peer 1" /
+  /// "collective" (a send from its post to its arrival).
+  std::string name, category;
   double start = 0, end = 0;
   int64_t bytes = -1;
 };

@@ -6,7 +6,7 @@ Checks the JSON against quantities computed here from the spec and against
 step = micro_batch * microbatches * seq_len, tokens_per_s = tokens /
 step_time, the breakdown sums to the step time, 0 < mfu <= hfu < 1, the peak
 memory is the plan's; the spec and the compiled plan estimate alike; the
-trace is Chrome's format with a row per pipeline rank; bad input fails with
+trace is Chrome's format with a row per device; bad input fails with
 strata's error form.
 """
 import json
@@ -82,11 +82,11 @@ with tempfile.TemporaryDirectory() as tmp:
 
     t = json.load(open(trace))
     spans = [ev for ev in t["traceEvents"] if ev["ph"] == "X"]
-    check({ev["pid"] for ev in spans} == {0, 4},
-          "trace rows are not the pipeline ranks' first devices (0 and 4)")
+    check({ev["pid"] for ev in spans} == set(range(8)),
+          "trace rows are not the 8 devices")
     programs = [ev for ev in spans if ev["cat"] == "program"]
-    # Each rank: 4 F, 4 B and the optimizer.
-    check(len(programs) == 2 * 9, "%d program spans, want 18" % len(programs))
+    # Each device: 4 F, 4 B and the optimizer.
+    check(len(programs) == 8 * 9, "%d program spans, want 72" % len(programs))
     end = max(ev["ts"] + ev["dur"] for ev in spans)
     check(abs(end - e["step_time_s"] * 1e6) <= 2,  # microsecond rounding
           "the trace ends at %d us, the step at %g s" % (end,

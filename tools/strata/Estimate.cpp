@@ -8,7 +8,7 @@
 // tokens/s, MFU, HFU and the memory plan's peak per device are printed, or
 // written as JSON. --trace writes the predicted timeline in the Chrome
 // format of `strata train --trace` (runtime/Trace.h), one process row per
-// pipeline rank's first device.
+// device (per pipeline rank's first device beyond 64 devices).
 //
 //===----------------------------------------------------------------------===//
 #include "perf/Estimate.h"
@@ -326,13 +326,18 @@ void printText(raw_ostream &os, const Input &in, const PlanEstimate &e,
   os << " (of " << formatBytes(hw.accelerator().memory_bytes()) << ")\n";
 }
 
-Error writeTrace(const PlanEstimate &e, int64_t devicesPerRank) {
+/// The trace of `e`: each pipeline rank's events on every device of it
+/// (global ranks pipeRank * perRank + i) up to kAllDevices devices, so it
+/// lies beside `strata train --trace`; on its first device only beyond.
+Error writeTrace(const PlanEstimate &e, int64_t perRank) {
+  constexpr int64_t kAllDevices = 64;
+  int64_t copies = e.devices <= kAllDevices ? perRank : 1;
   Trace trace;
   for (const SimEvent &ev : e.sim.events) {
     int64_t begin = std::llround(ev.start * 1e6);
-    trace.add({ev.rank * devicesPerRank, "device stream 0", ev.name,
-               ev.category, begin, std::llround(ev.end * 1e6) - begin,
-               ev.bytes});
+    for (int64_t i = 0; i < copies; ++i)
+      trace.add({ev.rank * perRank + i, "device stream 0", ev.name, ev.category,
+                 begin, std::llround(ev.end * 1e6) - begin, ev.bytes});
   }
   json::Value json = trace.toJson();
   return writeFileAtomically(tracePath, [&](raw_ostream &out) {
@@ -371,13 +376,18 @@ int runEstimate() {
   auto e = estimatePlan(in->compiled, *hw, in->work, in->peaks, o);
   if (!e)
     return reportError(e.takeError());
+  Mesh mesh = planMesh(in->compiled);
   if (!tracePath.empty()) {
-    Mesh mesh = planMesh(in->compiled);
     int64_t perRank =
         mesh.numDevices() / std::max<int64_t>(mesh.axisSize("pp"), 1);
     if (Error err = writeTrace(*e, std::max<int64_t>(perRank, 1)))
       return reportError(std::move(err));
   }
+  if (mesh.axisSize("tp") > hw->devices_per_node())
+    reportWarning("tp " + Twine(mesh.axisSize("tp")) + " spans nodes of " +
+                  Twine(hw->devices_per_node()) + " devices on " + hw->name() +
+                  ": its all-reduces go over the network (keep tp within a "
+                  "node)");
   if (e->maxPeakMemory > hw->accelerator().memory_bytes())
     reportWarning("the plan needs " + formatBytes(e->maxPeakMemory) +
                   " on its fullest device, " + hw->accelerator().name() +
