@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,8 @@ class Trace;
 using StreamId = int32_t;
 constexpr StreamId kDefaultStream = 0;
 
+class KernelModule;
+
 /// Per-launch facts a kernel may need beyond its operands.
 struct LaunchContext {
   uint64_t seed = 0; // dropout key
@@ -37,6 +40,16 @@ struct LaunchContext {
   int64_t rank = 0;                 // this device's rank in `mesh`
   Communicators *comms = nullptr;   // its groups (runtime/comm); null if serial
   StreamId stream = kDefaultStream; // where the launch is enqueued
+  /// What prepare() built for the launched graph (the Executable sets it).
+  const KernelModule *module = nullptr;
+};
+
+/// The kernels a device built for one graph at prepare() (CPU: the loaded
+/// library of generated C++; CUDA: a module of cubins). It lives as long as
+/// the Executable that launches the graph's nodes.
+class KernelModule {
+public:
+  virtual ~KernelModule() = default;
 };
 
 /// A point in a stream's work, recorded there and waited for elsewhere.
@@ -53,10 +66,14 @@ public:
   /// Does this device have a kernel for `node`? (Glow's isOpSupported.)
   virtual bool supports(const Graph &g, const Node &node) const = 0;
 
-  /// Readies what this device builds per graph before the graph's first
+  /// Builds what this device needs per graph before the graph's first
   /// launch (the CPU compiles the generated kernels of fused nodes), so
-  /// errors surface here. Executable::create calls it.
-  virtual llvm::Error prepare(const Graph &g) { return llvm::Error::success(); }
+  /// errors surface here. Executable::create calls it and passes the module
+  /// with every launch (LaunchContext::module); null: nothing to build.
+  virtual llvm::Expected<std::unique_ptr<KernelModule>>
+  prepare(const Graph &g) {
+    return nullptr;
+  }
 
   /// Whether device buffers are plain host memory (CPU devices), so host
   /// code may read and write them directly after synchronize().
@@ -103,6 +120,11 @@ public:
              StreamId stream = kDefaultStream) {
     enqueueScale(x, count, factor, stream);
   }
+
+  /// Enqueues host work on `stream`: it runs once the stream reaches it
+  /// (cuLaunchHostFunc on CUDA); an error is reported as a kernel's.
+  virtual void enqueueHost(std::function<llvm::Error()> work,
+                           StreamId stream = kDefaultStream) = 0;
 
   /// Enqueues the kernel of `node` on ctx.stream: operands[i] / results[i]
   /// point to device buffers of the node's operand / result types.

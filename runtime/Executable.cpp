@@ -20,10 +20,11 @@ Executable::create(const Graph &g, BufferPlan plan, Device &device) {
     if (!device.supports(g, n))
       return err("device " + device.name() + " has no kernel for '" +
                  opName(n.op) + "' (" + n.scope + ")");
-  if (auto e = device.prepare(g))
-    return e;
+  auto module = device.prepare(g);
+  if (!module)
+    return module.takeError();
   return std::unique_ptr<Executable>(
-      new Executable(g, std::move(plan), device));
+      new Executable(g, std::move(plan), device, std::move(*module)));
 }
 
 llvm::Expected<std::unique_ptr<Executable>> Executable::create(const Graph &g,
@@ -72,6 +73,8 @@ llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
       return err("@" + g_.name + ": %" + g_.value(v).name +
                  " lives outside the arena and has no buffer");
   }
+  LaunchContext launch = ctx;
+  launch.module = module_.get();
   llvm::SmallVector<const void *, 8> ops;
   llvm::SmallVector<void *, 4> res;
   for (const Node &n : g_.nodes()) {
@@ -83,7 +86,7 @@ llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
       ops.push_back(ptr[v]);
     for (ValueId v : n.results)
       res.push_back(ptr[v]);
-    dev_.launch(g_, n, ops, res, ctx);
+    dev_.launch(g_, n, ops, res, launch);
   }
   // A bound output that lives elsewhere (an input, in the arena, a view).
   for (size_t o = 0; o < bound.size(); ++o) {

@@ -2,9 +2,9 @@
 //----------------------===//
 //
 // An Executable is a program whose kernels a device has resolved and
-// prepared once (Device::prepare), run from its buffer plan
-// (passes/memory/BufferPlan.h): every node result the plan places in the
-// arena lives at its offset in a workspace, reshapes are views of their
+// prepared once (Device::prepare, whose KernelModule it keeps), run from its
+// buffer plan (passes/memory/BufferPlan.h): every node result the plan places
+// in the arena lives at its offset in a workspace, reshapes are views of their
 // operands (never launched), and each output the plan keeps outside the
 // arena is written straight into a buffer the caller binds (a forward
 // program's stash slots, an optimizer program's state). The workspace is
@@ -69,12 +69,14 @@ public:
   runHost(llvm::ArrayRef<HostTensor> inputs, const LaunchContext &ctx = {});
 
 private:
-  Executable(const Graph &g, BufferPlan plan, Device &d)
-      : g_(g), plan_(std::move(plan)), dev_(d) {}
+  Executable(const Graph &g, BufferPlan plan, Device &d,
+             std::unique_ptr<KernelModule> module)
+      : g_(g), plan_(std::move(plan)), dev_(d), module_(std::move(module)) {}
 
   const Graph &g_;
   BufferPlan plan_;
   Device &dev_;
+  std::unique_ptr<KernelModule> module_; // Device::prepare's, for g_
   void *ownWorkspace_ = nullptr;
 };
 
