@@ -1,10 +1,10 @@
 //===- CpuDevice.h - A virtual CPU device: a thread per stream ------------===//
 //
 // Each stream of a CpuDevice is an ordered queue run by its own worker
-// thread, so N CpuDevices in one process behave like N independent
-// accelerators, and the executor sees the same asynchronous interface as on
-// CUDA (events order the streams). After a kernel error the device is
-// poisoned: later work is skipped, as on a GPU after a fault, and
+// thread (HostStreams.h), so N CpuDevices in one process behave like N
+// independent accelerators, and the executor sees the same asynchronous
+// interface as on CUDA (events order the streams). After a kernel error the
+// device is poisoned: later work is skipped, as on a GPU after a fault, and
 // synchronize() reports the first error. Kernels come from
 // runtime/kernels through the per-op table in CpuOpKernels.cpp.
 //
@@ -12,14 +12,10 @@
 #pragma once
 
 #include "runtime/Device.h"
+#include "runtime/cpu/HostStreams.h"
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 namespace strata {
 
@@ -32,7 +28,8 @@ public:
   bool supports(const Graph &g, const Node &node) const override;
   /// Compiles or loads the generated kernels of g's fused nodes
   /// (runtime/cpu/FusedKernels.h).
-  llvm::Error prepare(const Graph &g) override;
+  llvm::Expected<std::unique_ptr<KernelModule>>
+  prepare(const Graph &g) override;
   bool isHostMemory() const override { return true; }
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
@@ -45,10 +42,8 @@ public:
               llvm::ArrayRef<void *> results,
               const LaunchContext &ctx) override;
   llvm::Error synchronize() override;
-
-  /// Enqueues arbitrary host work on `stream`.
-  void enqueue(std::function<llvm::Error()> work,
-               StreamId stream = kDefaultStream);
+  void enqueueHost(std::function<llvm::Error()> work,
+                   StreamId stream = kDefaultStream) override;
 
 protected:
   void enqueueCopy(CopyKind kind, void *dst, const void *src, int64_t bytes,
@@ -61,33 +56,12 @@ protected:
                     StreamId stream) override;
 
 private:
-  struct Work {
-    std::function<llvm::Error()> fn;
-    /// Runs even after an error (event records, so waiters do not hang).
-    bool always = false;
-  };
-  struct Stream {
-    std::deque<Work> queue;
-    std::condition_variable workCv;
-    std::thread worker;
-  };
-  void workerLoop(Stream &s);
-  void push(StreamId stream, Work work);
-  /// enqueue, recorded as an event of the trace when one is set.
+  /// enqueueHost, recorded as an event of the trace when one is set.
   void enqueueTraced(std::string name, const char *category, int64_t bytes,
                      std::function<llvm::Error()> work, StreamId stream);
 
   int index_;
-  std::mutex mu_;
-  // Two waits: a worker for its stream's work, synchronize() for every
-  // stream to drain. One shared condition variable woke every waiting
-  // caller after every kernel (a futex wake and a context switch per node
-  // of a program).
-  std::condition_variable doneCv_;
-  std::vector<std::unique_ptr<Stream>> streams_;
-  int64_t pending_ = 0; // enqueued on any stream and not finished
-  bool stop_ = false;
-  std::string firstError_;
+  HostStreams streams_;
 };
 
 /// Runs the CPU kernel of `node` synchronously on the calling thread.

@@ -133,28 +133,23 @@ llvm::Error Trainer::bind() {
     return err("the plan has no binding table for every optimizer program");
   // Who holds and who updates each parameter, from the whole plan's
   // binding tables (ranks of other processes included).
-  for (const TiedParam &t : pp.tied)
-    owner_[t.name] = t.ranks[0];
   for (const PipelineStage &st : pp.stages)
-    for (auto [g, b] : {std::pair{&st.forward, &st.forwardBindings},
-                        std::pair{&st.backward, &st.backwardBindings}})
-      for (size_t i = 0; i < b->inputs.size(); ++i) {
-        const Binding &x = b->inputs[i];
+    for (const ProgramBindings *b : {&st.forwardBindings, &st.backwardBindings})
+      for (const Binding &x : b->inputs) {
         if (x.role != Role::Parameter)
           continue;
-        paramSharding_[x.name] = shardingOf(*g, g->inputs()[i]);
+        paramSharding_[x.name] = x.sharding;
+        owner_[x.name] = x.owner;
         auto &h = holders_[x.name];
         if (!llvm::is_contained(h, st.rank)) {
           h.push_back(st.rank);
           llvm::sort(h);
         }
-        owner_.try_emplace(x.name, st.rank);
       }
-  for (size_t r = 0; r < pp.optimizers.size(); ++r)
-    for (size_t i = 0; i < pp.optimizerBindings[r].inputs.size(); ++i)
-      if (pp.optimizerBindings[r].inputs[i].role == Role::AdamM)
-        momentSharding_[pp.optimizerBindings[r].inputs[i].name] =
-            shardingOf(pp.optimizers[r], pp.optimizers[r].inputs()[i]);
+  for (const ProgramBindings &b : pp.optimizerBindings)
+    for (const Binding &x : b.inputs)
+      if (x.role == Role::AdamM)
+        momentSharding_[x.name] = x.sharding;
   for (const std::string &n : names_)
     if (!paramSharding_.count(n) || !momentSharding_.count(n))
       return err("parameter %" + n +
@@ -569,16 +564,12 @@ llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     const std::vector<Instr> &stream = streams[r.pipeRank];
     for (size_t i = 0; i < stream.size(); ++i) {
       llvm::Error e = runInstr(r, l, stream[i], counterBase, stats, eval);
-      // Free the sends the schedule says were received by now (the device
-      // has posted them once it reaches this point).
-      llvm::ArrayRef<int32_t> done;
+      // Free the sends the schedule says were received by now, in stream
+      // order (the device has posted them once it reaches this point).
       if (completed)
-        done = (*completed)[r.pipeRank][i];
-      if (!e && !done.empty())
-        e = r.device->synchronize();
-      for (int32_t d : done)
-        if (!e)
-          e = waitForSends(r, **c, stream[d]);
+        for (int32_t d : (*completed)[r.pipeRank][i])
+          if (!e)
+            e = waitForSends(r, **c, stream[d]);
       if (e)
         return err("pipeline rank " + llvm::Twine(r.pipeRank) + ", " +
                    stream[i].str() + ": " + llvm::toString(std::move(e)));
@@ -606,8 +597,9 @@ llvm::Error Trainer::waitForSends(RankState &r, Communicator &c,
     auto slot = messageSlot(n, uint64_t(in.microbatch));
     if (!slot)
       return slot.takeError();
-    if (auto e = c.waitSend(n.attrs.getInt("peer"), *slot))
-      return e;
+    r.device->enqueueHost([&c, peer = n.attrs.getInt("peer"), tag = *slot] {
+      return c.waitSend(peer, tag);
+    });
     r.messagesHeld -= g.type(n.operands[0]).bytes();
   }
   return llvm::Error::success();
@@ -629,7 +621,7 @@ Trainer::singleMicrobatch(bool forwardOnly) const {
 
 llvm::Expected<double> Trainer::headLoss(int64_t microbatches) {
   const PipelineStage &head = plan_->pipeline.stages.back();
-  Sharding s = shardingOf(head.forward, head.forward.outputs()[0]);
+  const Sharding &s = head.forwardBindings.outputs[0].sharding;
   // The head ranks' losses of the step, read back once, summed in
   // microbatch order.
   std::vector<HostTensor> mine;

@@ -172,6 +172,7 @@ private:
   llvm::Error runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
                          uint64_t counterBase, StepStats *stats, bool eval,
                          const CompletedSends *completed = nullptr);
+  /// Enqueues on r's stream the waits for `in`'s sends to be received.
   llvm::Error waitForSends(RankState &r, Communicator &c, const Instr &in);
   llvm::Error runInstr(RankState &r, size_t local, const Instr &in,
                        uint64_t counterBase, StepStats *stats, bool eval);

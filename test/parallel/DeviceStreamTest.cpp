@@ -26,7 +26,7 @@ TEST(DeviceStreams, WorkOnOneStreamRunsInOrder) {
   CpuDevice dev;
   std::vector<int> order;
   for (int i = 0; i < 100; ++i)
-    dev.enqueue([&order, i] {
+    dev.enqueueHost([&order, i] {
       order.push_back(i);
       return llvm::Error::success();
     });
@@ -44,7 +44,7 @@ TEST(DeviceStreams, AnEventOrdersAnotherStreamsWork) {
   EXPECT_EQ(copies, 1);
   float src = 0, dst = -1;
   auto done = dev.createEvent();
-  dev.enqueue([&src] {
+  dev.enqueueHost([&src] {
     std::this_thread::sleep_for(50ms);
     src = 42;
     return llvm::Error::success();
@@ -62,14 +62,14 @@ TEST(DeviceStreams, StreamsRunConcurrently) {
   CpuDevice dev;
   StreamId other = dev.createStream();
   std::atomic<bool> flag{false}, seen{false};
-  dev.enqueue([&] {
+  dev.enqueueHost([&] {
     auto until = std::chrono::steady_clock::now() + 10s;
     while (!flag && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(1ms);
     seen = bool(flag);
     return llvm::Error::success();
   });
-  dev.enqueue(
+  dev.enqueueHost(
       [&] {
         flag = true;
         return llvm::Error::success();
@@ -100,10 +100,10 @@ TEST(DeviceStreams, AnErrorDoesNotHangEventWaiters) {
   StreamId other = dev.createStream();
   auto after = dev.createEvent();
   bool ran = false;
-  dev.enqueue([] {
+  dev.enqueueHost([] {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "boom");
   });
-  dev.enqueue([&ran] {
+  dev.enqueueHost([&ran] {
     ran = true;
     return llvm::Error::success();
   });
