@@ -81,21 +81,37 @@ attrsFromProto(const google::protobuf::RepeatedPtrField<pb::Attribute> &in,
   return attrs;
 }
 
+} // namespace
+
+pb::Sharding shardingToProto(const Sharding &s) {
+  pb::Sharding out;
+  for (const auto &dim : s.dims) {
+    pb::Sharding::Dim *d = out.add_dims();
+    for (const std::string &axis : dim)
+      d->add_axes(axis);
+  }
+  for (const std::string &axis : s.partial)
+    out.add_partial(axis);
+  return out;
+}
+
+Sharding shardingFromProto(const pb::Sharding &p) {
+  Sharding s;
+  for (const pb::Sharding::Dim &d : p.dims())
+    s.dims.emplace_back(d.axes().begin(), d.axes().end());
+  s.partial.assign(p.partial().begin(), p.partial().end());
+  return s;
+}
+
+namespace {
+
 void valueToProto(const Value &v, pb::Value *out) {
   out->set_name(v.name);
   out->mutable_type()->set_dtype(dtypeToProto(v.type.dtype));
   out->mutable_type()->mutable_shape()->Add(v.type.shape.begin(),
                                             v.type.shape.end());
-  if (v.sharding) {
-    pb::Sharding *s = out->mutable_sharding();
-    for (const auto &dim : v.sharding->dims) {
-      pb::Sharding::Dim *d = s->add_dims();
-      for (const std::string &axis : dim)
-        d->add_axes(axis);
-    }
-    for (const std::string &axis : v.sharding->partial)
-      s->add_partial(axis);
-  }
+  if (v.sharding)
+    *out->mutable_sharding() = shardingToProto(*v.sharding);
   attrsToProto(v.attrs, out->mutable_attrs());
 }
 
@@ -125,14 +141,8 @@ llvm::Expected<ValueParts> valueFromProto(const pb::Value &p,
       return err("%" + v.name + " has a negative dim (" + llvm::Twine(d) + ")");
     v.type.shape.push_back(d);
   }
-  if (p.has_sharding()) {
-    Sharding s;
-    for (const pb::Sharding::Dim &d : p.sharding().dims())
-      s.dims.emplace_back(d.axes().begin(), d.axes().end());
-    s.partial.assign(p.sharding().partial().begin(),
-                     p.sharding().partial().end());
-    v.sharding = std::move(s);
-  }
+  if (p.has_sharding())
+    v.sharding = shardingFromProto(p.sharding());
   auto attrs = attrsFromProto(p.attrs(), "%" + v.name);
   if (!attrs)
     return attrs.takeError();

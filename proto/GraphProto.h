@@ -23,6 +23,10 @@ pb::Graph graphToProto(const Graph &g);
 /// verifier to check them against shape inference.
 llvm::Expected<Graph> graphFromProto(const pb::Graph &p);
 
+/// Sharding conversions (also used by the Plan's binding tables).
+pb::Sharding shardingToProto(const Sharding &s);
+Sharding shardingFromProto(const pb::Sharding &p);
+
 /// Mesh conversions (also used by the Plan). Axis names must be unique and
 /// sizes positive.
 pb::Mesh meshToProto(const Mesh &m);

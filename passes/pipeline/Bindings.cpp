@@ -19,6 +19,33 @@ Binding stateBinding(llvm::StringRef name, Role param, Role m, Role v) {
     return {v, name.str()};
   return {param, name.str()};
 }
+
+bool isParameterRole(Role r) {
+  switch (r) {
+  case Role::Parameter:
+  case Role::Gradient:
+  case Role::AdamM:
+  case Role::AdamV:
+  case Role::NewParameter:
+  case Role::NewAdamM:
+  case Role::NewAdamV:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Fills the sharding and owner of `b`, the binding of `v`.
+void place(Binding &b, const Value &v, int64_t rank,
+           llvm::ArrayRef<TiedParam> tied) {
+  b.sharding = v.sharding ? *v.sharding : Sharding::replicated(v.type.rank());
+  b.owner = rank;
+  if (!isParameterRole(b.role))
+    return;
+  for (const TiedParam &t : tied)
+    if (t.name == b.name && !t.ranks.empty())
+      b.owner = t.ranks.front();
+}
 } // namespace
 
 llvm::StringRef roleName(Role r) {
@@ -31,7 +58,9 @@ llvm::StringRef roleName(Role r) {
 }
 
 llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
-                                            const PipelineStage *stage) {
+                                            const PipelineStage *stage,
+                                            int64_t rank,
+                                            llvm::ArrayRef<TiedParam> tied) {
   ProgramBindings b;
   auto noRole = [&](ValueId v, const char *what) {
     return err("@" + g.name + ": " + what + " %" + g.value(v).name +
@@ -81,23 +110,30 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
       return noRole(out, "output");
     }
   }
+  for (size_t i = 0; i < b.inputs.size(); ++i)
+    place(b.inputs[i], g.value(g.inputs()[i]), rank, tied);
+  for (size_t o = 0; o < b.outputs.size(); ++o)
+    place(b.outputs[o], g.value(g.outputs()[o]), rank, tied);
   return b;
 }
 
 llvm::Error bindPipeline(PipelinePlan &plan) {
   for (PipelineStage &s : plan.stages) {
-    auto f = bindProgram(s.forward, ProgramKind::Forward, &s);
+    auto f =
+        bindProgram(s.forward, ProgramKind::Forward, &s, s.rank, plan.tied);
     if (!f)
       return f.takeError();
-    auto b = bindProgram(s.backward, ProgramKind::Backward, &s);
+    auto b =
+        bindProgram(s.backward, ProgramKind::Backward, &s, s.rank, plan.tied);
     if (!b)
       return b.takeError();
     s.forwardBindings = std::move(*f);
     s.backwardBindings = std::move(*b);
   }
   plan.optimizerBindings.clear();
-  for (const Graph &g : plan.optimizers) {
-    auto o = bindProgram(g, ProgramKind::Optimizer, nullptr);
+  for (size_t r = 0; r < plan.optimizers.size(); ++r) {
+    auto o = bindProgram(plan.optimizers[r], ProgramKind::Optimizer, nullptr,
+                         int64_t(r), plan.tied);
     if (!o)
       return o.takeError();
     plan.optimizerBindings.push_back(std::move(*o));

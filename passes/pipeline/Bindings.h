@@ -15,14 +15,19 @@
 //   stash          F outputs after the loss = B inputs  the value's name
 //   new_*          optimizer outputs new.<p>, new.adam_m.<p>, new.adam_v.<p>
 //
-// Sharding is the value's own (IR `shard=`), the owning pipeline rank the
-// program's. A value of no role is an error at compile time, naming it.
+// Each binding also carries the value's sharding (its IR `shard=`) and the
+// pipeline rank that owns it: for the parameter roles (parameter, gradient,
+// moments and their new values) the rank whose optimizer updates the
+// parameter (a tied parameter's first holder), else the program's rank.
+// A value of no role is an error at compile time, naming it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "ir/Graph.h"
+#include "ir/Sharding.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -33,6 +38,7 @@ namespace strata {
 
 struct PipelineStage;
 struct PipelinePlan;
+struct TiedParam;
 
 /// Binding roles, in the order the plan file's enum numbers them.
 enum class Role : uint8_t {
@@ -60,8 +66,11 @@ struct Binding {
   /// The parameter's name for parameter roles, the value's for the stash,
   /// empty for the others.
   std::string name;
+  Sharding sharding; // over the plan's mesh; replicated if none
+  int64_t owner = 0; // pipeline rank (see the file comment)
   bool operator==(const Binding &o) const {
-    return role == o.role && name == o.name;
+    return role == o.role && name == o.name && sharding == o.sharding &&
+           owner == o.owner;
   }
 };
 
@@ -74,9 +83,12 @@ struct ProgramBindings {
 
 enum class ProgramKind { Forward, Backward, Optimizer };
 
-/// The bindings of program `g` of kind `kind` (`stage` for F and B).
+/// The bindings of program `g` of kind `kind` run by pipeline rank `rank`
+/// (`stage` for F and B); `tied` are the plan's tied parameters.
 llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
-                                            const PipelineStage *stage);
+                                            const PipelineStage *stage,
+                                            int64_t rank,
+                                            llvm::ArrayRef<TiedParam> tied);
 
 /// Fills every stage's and optimizer's bindings of `plan`.
 llvm::Error bindPipeline(PipelinePlan &plan);

@@ -24,20 +24,23 @@ void storeBindings(pb::ProgramBindings *out, const ProgramBindings &b) {
       pb::Binding *y = to->Add();
       y->set_role(pb::Binding::Role(int(x.role)));
       y->set_name(x.name);
+      *y->mutable_sharding() = shardingToProto(x.sharding);
+      y->set_owner(x.owner);
     }
 }
 
 /// Stored bindings, checked against what the compiler gives `g` today.
-llvm::Expected<ProgramBindings> loadBindings(const pb::ProgramBindings &in,
-                                             const Graph &g, ProgramKind kind,
-                                             const PipelineStage *stage,
-                                             const llvm::Twine &what) {
+llvm::Expected<ProgramBindings>
+loadBindings(const pb::ProgramBindings &in, const Graph &g, ProgramKind kind,
+             const PipelineStage *stage, int64_t rank,
+             llvm::ArrayRef<TiedParam> tied, const llvm::Twine &what) {
   ProgramBindings b;
   for (auto [from, to] : {std::pair{&in.inputs(), &b.inputs},
                           std::pair{&in.outputs(), &b.outputs}})
     for (const pb::Binding &x : *from)
-      to->push_back({Role(x.role()), x.name()});
-  auto want = bindProgram(g, kind, stage);
+      to->push_back({Role(x.role()), x.name(), shardingFromProto(x.sharding()),
+                     x.owner()});
+  auto want = bindProgram(g, kind, stage, rank, tied);
   if (!want)
     return want.takeError();
   if (!(b == *want))
@@ -182,6 +185,8 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
   c.micro = std::move(*micro);
   PipelinePlan &p = c.pipeline;
   p.pp = std::max<int64_t>(plan.parallel().pp(), 1);
+  for (const pb::TiedParameter &t : pipe.tied())
+    p.tied.push_back({t.name(), {t.ranks().begin(), t.ranks().end()}});
   for (const pb::PipelineStage &ps : pipe.stages()) {
     PipelineStage s;
     s.index = ps.index();
@@ -204,12 +209,12 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
     s.backwardFlops = ps.backward_flops();
     auto fb =
         loadBindings(ps.forward_bindings(), s.forward, ProgramKind::Forward, &s,
-                     "stage " + llvm::Twine(s.index) + " F");
+                     s.rank, p.tied, "stage " + llvm::Twine(s.index) + " F");
     if (!fb)
       return fb.takeError();
-    auto bb =
-        loadBindings(ps.backward_bindings(), s.backward, ProgramKind::Backward,
-                     &s, "stage " + llvm::Twine(s.index) + " B");
+    auto bb = loadBindings(ps.backward_bindings(), s.backward,
+                           ProgramKind::Backward, &s, s.rank, p.tied,
+                           "stage " + llvm::Twine(s.index) + " B");
     if (!bb)
       return bb.takeError();
     s.forwardBindings = std::move(*fb);
@@ -226,16 +231,14 @@ llvm::Expected<CompiledPipeline> loadPipeline(const pb::Plan &plan) {
           "rank " + llvm::Twine(r) +
               " optimizer has no binding table "
               "(recompile the plan with `strata compile`)");
-    auto b =
-        loadBindings(pipe.optimizer_bindings(r), *g, ProgramKind::Optimizer,
-                     nullptr, "rank " + llvm::Twine(r) + " optimizer");
+    auto b = loadBindings(pipe.optimizer_bindings(r), *g,
+                          ProgramKind::Optimizer, nullptr, r, p.tied,
+                          "rank " + llvm::Twine(r) + " optimizer");
     if (!b)
       return b.takeError();
     p.optimizers.push_back(std::move(*g));
     p.optimizerBindings.push_back(std::move(*b));
   }
-  for (const pb::TiedParameter &t : pipe.tied())
-    p.tied.push_back({t.name(), {t.ranks().begin(), t.ranks().end()}});
   const pb::MemoryPlan &pm = plan.memory();
   if (size_t(pm.forward_size()) != p.stages.size() ||
       size_t(pm.backward_size()) != p.stages.size() ||

@@ -231,9 +231,10 @@ TEST(Bindings, EveryProgramInputAndOutputHasARole) {
   const PipelineStage &head = p.stages.back();
   ASSERT_FALSE(head.forwardBindings.outputs.empty());
   EXPECT_EQ(head.forwardBindings.outputs[0].role, Role::Loss);
-  for (size_t o = 1; o < head.forwardBindings.outputs.size(); ++o)
-    EXPECT_EQ(head.forwardBindings.outputs[o],
-              (Binding{Role::Stash, head.stash[o - 1]}));
+  for (size_t o = 1; o < head.forwardBindings.outputs.size(); ++o) {
+    EXPECT_EQ(head.forwardBindings.outputs[o].role, Role::Stash);
+    EXPECT_EQ(head.forwardBindings.outputs[o].name, head.stash[o - 1]);
+  }
   std::vector<std::string> in = roles(p.stages[0].forwardBindings.inputs);
   EXPECT_NE(llvm::find(in, "parameter wte"), in.end());
   EXPECT_NE(llvm::find(in, "tokens"), in.end());
@@ -255,12 +256,50 @@ TEST(Bindings, EveryProgramInputAndOutputHasARole) {
   EXPECT_EQ(llvm::find(out1, "new_adam_m wte"), out1.end());
 }
 
+// Each binding says how its value is laid out and which pipeline rank owns
+// it: the tied wte read by the head (rank 1) is owned by rank 0, whose
+// optimizer updates it; ZeRO-1 moments are split over dp, parameters not.
+TEST(Bindings, SayTheShardingAndTheOwningRank) {
+  ParallelCompileOptions o = pipelined(2, 2);
+  o.tp = 2;
+  o.dp = 2;
+  o.distributedOptimizer = true;
+  CompiledPipeline c = compile(spec(pb::ModelSpec::GPT, 2), o);
+  const PipelinePlan &p = c.pipeline;
+  auto find = [](const std::vector<Binding> &bs, Role role,
+                 llvm::StringRef name) -> const Binding * {
+    for (const Binding &b : bs)
+      if (b.role == role && b.name == name)
+        return &b;
+    return nullptr;
+  };
+  const ProgramBindings &headF = p.stages.back().forwardBindings;
+  const Binding *wte = find(headF.inputs, Role::Parameter, "wte");
+  const Binding *lnf = find(headF.inputs, Role::Parameter, "ln_f.w");
+  ASSERT_TRUE(wte && lnf);
+  EXPECT_EQ(wte->owner, 0);
+  EXPECT_EQ(lnf->owner, 1);
+  const Binding *labels = find(headF.inputs, Role::Labels, "");
+  ASSERT_TRUE(labels);
+  EXPECT_EQ(labels->owner, 1);
+  // wte is split over tp by vocabulary rows, not over dp.
+  ASSERT_EQ(wte->sharding.dims.size(), 2u);
+  EXPECT_EQ(wte->sharding.dims[0], (llvm::SmallVector<std::string, 1>{"tp"}));
+  const Binding *m = find(p.optimizerBindings[0].inputs, Role::AdamM, "wte");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->owner, 0);
+  bool splitOverDp = false;
+  for (const auto &dim : m->sharding.dims)
+    splitOverDp |= llvm::is_contained(dim, "dp");
+  EXPECT_TRUE(splitOverDp);
+}
+
 TEST(Bindings, AValueOfNoRoleIsAnError) {
   Graph g;
   g.name = "opt";
   ValueId x = g.addInput("mystery", TensorType{DType::F32, {2}});
   g.addOutput(x);
-  auto b = bindProgram(g, ProgramKind::Optimizer, nullptr);
+  auto b = bindProgram(g, ProgramKind::Optimizer, nullptr, 0, {});
   ASSERT_FALSE(bool(b));
   EXPECT_EQ(toString(b.takeError()),
             "@opt: input %mystery has no role the runtime can bind");
