@@ -42,19 +42,25 @@ double OpTimeModel::memorySeconds(double bytes) const {
 }
 
 namespace {
-/// (batch, m, n, k) of matmul node `n`: result [..., M, N], contraction K.
 struct GemmShape {
   double batch;
   int64_t m, n, k;
 };
+
+/// (batch, m, n, k) of matmul node `n`: result [..., M, N], contraction K.
+/// With a rank-2 B (a weight broadcast over A's batch dims) the batch dims
+/// are rows of one GEMM, as a kernel runs it.
 GemmShape matmulShape(const Graph &g, const Node &n) {
-  const TensorType &a = g.type(n.operands[0]), &c = g.type(n.results[0]);
+  const TensorType &a = g.type(n.operands[0]), &b = g.type(n.operands[1]),
+                   &c = g.type(n.results[0]);
   int64_t k = n.attrs.getBool("transpose_a") ? a.shape[a.rank() - 2]
                                              : a.shape[a.rank() - 1];
-  int64_t m = c.rank() >= 2 ? c.shape[c.rank() - 2] : 1;
   int64_t nn = c.shape.empty() ? 1 : c.shape[c.rank() - 1];
-  double batch = double(c.numElements()) / double(std::max<int64_t>(m * nn, 1));
-  return {batch, m, nn, k};
+  int64_t rows = c.numElements() / std::max<int64_t>(nn, 1);
+  if (b.rank() == 2)
+    return {1, rows, nn, k};
+  int64_t m = c.rank() >= 2 ? c.shape[c.rank() - 2] : 1;
+  return {double(rows) / double(std::max<int64_t>(m, 1)), m, nn, k};
 }
 } // namespace
 

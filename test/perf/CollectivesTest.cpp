@@ -9,6 +9,8 @@
 #include "perf/Collectives.h"
 #include "perf/OpTime.h"
 
+#include "ir/Builder.h"
+
 #include <gtest/gtest.h>
 
 namespace strata {
@@ -131,6 +133,29 @@ TEST(OpTimeTest, GemmWavesQuantize) {
   double bytes = 4.0 * (12800 * 16 + 16 * 64 + 12800 * 64);
   EXPECT_DOUBLE_EQ(model.gemmSeconds(1, 12800, 64, 16, bytes),
                    bytes / 1e12 + 5e-6);
+}
+
+TEST(OpTimeTest, MatmulNodesAreTheirGemms) {
+  pb::Hardware hw = testCluster();
+  OpTimeModel model(hw, Precision::F32, 100e12);
+  Graph g;
+  ValueId x = g.addInput("x", {DType::F32, {4, 512, 1024}});
+  ValueId w = g.addInput("w", {DType::F32, {1024, 640}});
+  ValueId y = g.addInput("y", {DType::F32, {4, 1024, 640}});
+  Builder b(g);
+  // A weight (rank-2 B): the batch dims are rows of one 2048 x 640 GEMM.
+  ValueId xw = b.create1(OpKind::MatMul, {x, w});
+  // A batched B: 4 GEMMs of 512 x 640.
+  ValueId xy = b.create1(OpKind::MatMul, {x, y});
+  double bytesXw = 4.0 * (4 * 512 * 1024 + 1024 * 640 + 4 * 512 * 640);
+  double bytesXy = 4.0 * (4 * 512 * 1024 + 4 * 1024 * 640 + 4 * 512 * 640);
+  EXPECT_DOUBLE_EQ(model.nodeSeconds(g, g.node(g.value(xw).defNode), false),
+                   model.gemmSeconds(1, 2048, 640, 1024, bytesXw));
+  EXPECT_DOUBLE_EQ(model.nodeSeconds(g, g.node(g.value(xy).defNode), false),
+                   model.gemmSeconds(4, 512, 640, 1024, bytesXy));
+  // bf16 halves the f32 bytes (the compute is the peak's business).
+  EXPECT_DOUBLE_EQ(model.nodeSeconds(g, g.node(g.value(xw).defNode), true),
+                   model.gemmSeconds(1, 2048, 640, 1024, bytesXw / 2));
 }
 
 } // namespace
