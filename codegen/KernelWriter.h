@@ -35,6 +35,8 @@ private:
   /// The pass that computes `v` (row kernels): loads and the row op's
   /// result belong to the epilogue.
   Pass passOf(ValueId v) const;
+  /// The elementwise (not column-sum) stores that pass `pass` writes.
+  llvm::SmallVector<size_t, 4> storesOf(Pass pass) const;
 
   // Row kernels (RowKernel.cpp).
   void writeRowLoops();

@@ -77,8 +77,8 @@ void Language::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
   }
 }
 
-std::string Language::loopBegin(llvm::raw_ostream &os,
-                                const KernelPlan &p) const {
+std::string Language::loopBegin(llvm::raw_ostream &os, const KernelPlan &p,
+                                llvm::ArrayRef<size_t>) const {
   int64_t inner = p.inner();
   os << "  for (int64_t r = begin / " << inner << "; r * " << inner
      << " < end; ++r) {\n"
@@ -92,7 +92,8 @@ std::string Language::loopBegin(llvm::raw_ostream &os,
   return "      ";
 }
 
-void Language::loopEnd(llvm::raw_ostream &os, const KernelPlan &) const {
+void Language::loopEnd(llvm::raw_ostream &os, const KernelPlan &,
+                       llvm::ArrayRef<size_t>) const {
   os << "    }\n  }\n}\n";
 }
 
@@ -101,17 +102,23 @@ std::string Language::accumulate(const KernelPlan &, size_t store,
   return "out" + std::to_string(store) + "[c] += (double)" + v + ";";
 }
 
-std::string Language::loadIndex(const KernelPlan &p,
-                                const KernelLoad &l) const {
+std::string Language::load(const KernelPlan &p, size_t k) const {
+  const KernelLoad &l = p.loads[k];
+  std::string in = "in" + std::to_string(k);
   if (stridedIndex("i", p.dims, l.strides) == "i")
-    return "i";
+    return in + "[i]";
   llvm::ArrayRef<int64_t> dims(p.dims), strides(l.strides);
   std::string row = stridedIndex("r", dims.drop_back(), strides.drop_back());
   int64_t s = strides.back();
   std::string col = s == 0 ? "0" : s == 1 ? "c" : "c * " + std::to_string(s);
   if (row == "0")
-    return col;
-  return col == "0" ? row : row + " + " + col;
+    return in + "[" + col + "]";
+  return in + "[" + (col == "0" ? row : row + " + " + col) + "]";
+}
+
+std::string Language::store(const KernelPlan &, size_t k,
+                            const std::string &v) const {
+  return "out" + std::to_string(k) + "[i] = " + v + ";";
 }
 
 std::string Language::rowLoopBegin(llvm::raw_ostream &os,
@@ -130,7 +137,7 @@ void Language::rowLoopEnd(llvm::raw_ostream &os, const KernelPlan &) const {
 std::string Language::colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
                                    const std::string &indent,
                                    llvm::ArrayRef<std::string> sums,
-                                   bool max) const {
+                                   bool max, llvm::ArrayRef<size_t>) const {
   std::string C = std::to_string(p.inner());
   os << "#pragma omp simd";
   if (!sums.empty())
@@ -142,8 +149,9 @@ std::string Language::colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
   return indent + "  ";
 }
 
-void Language::colLoopEnd(llvm::raw_ostream &os,
-                          const std::string &indent) const {
+void Language::colLoopEnd(llvm::raw_ostream &os, const KernelPlan &,
+                          const std::string &indent,
+                          llvm::ArrayRef<size_t>) const {
   os << indent << "}\n";
 }
 

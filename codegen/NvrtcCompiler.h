@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -18,10 +19,39 @@
 namespace strata::codegen {
 
 /// Compiles `source` (one translation unit, e.g. renderKernels(.., Cuda)) to
-/// a cubin for sm_<arch> (80 for sm_80). Errors carry NVRTC's log.
+/// a cubin for sm_<arch> (80 for sm_80): SASS, never PTX. Errors carry
+/// NVRTC's log.
 llvm::Expected<std::string>
 compileCubin(llvm::StringRef source, int arch,
              llvm::StringRef fileName = "strata_fused.cu");
+
+/// A cubin and what NVRTC logged while compiling it.
+struct CubinAndLog {
+  std::string cubin;
+  std::string log;
+};
+
+/// compileCubin with extra NVRTC options (such as "--ptxas-options=-v",
+/// whose report goes to the log), returning the log too.
+llvm::Expected<CubinAndLog>
+compileCubinWithLog(llvm::StringRef source, int arch,
+                    llvm::ArrayRef<std::string> extraOptions,
+                    llvm::StringRef fileName = "strata_fused.cu");
+
+/// One kernel's resources as ptxas reports them (--ptxas-options=-v).
+struct KernelResources {
+  std::string name;
+  int registers = 0;
+  /// Per thread, bytes: the stack frame (local memory) and the spills
+  /// into it.
+  int64_t stackFrame = 0, spillStores = 0, spillLoads = 0;
+  int64_t sharedBytes = 0; ///< per block, static
+};
+
+/// The kernels of a ptxas -v report, in report order; an error if the
+/// report has a kernel without its "Used N registers" line.
+llvm::Expected<std::vector<KernelResources>>
+parsePtxasReport(llvm::StringRef log);
 
 /// The sm_<arch> values this NVRTC can target, ascending.
 std::vector<int> nvrtcSupportedArchs();

@@ -100,6 +100,7 @@ void KernelWriter::header() {
       os_ << " %" << g_.value(v).name;
     os_ << "\n";
   }
+  lang_.launchComment(os_, p_);
 }
 
 std::string KernelWriter::lit(double v) const {
@@ -241,9 +242,14 @@ KernelWriter::Pass KernelWriter::passOf(ValueId v) const {
                                                    : Pass::Epilogue;
 }
 
-std::string KernelWriter::loadExpr(size_t k) const {
-  return "in" + std::to_string(k) + "[" + lang_.loadIndex(p_, p_.loads[k]) +
-         "]";
+std::string KernelWriter::loadExpr(size_t k) const { return lang_.load(p_, k); }
+
+llvm::SmallVector<size_t, 4> KernelWriter::storesOf(Pass pass) const {
+  llvm::SmallVector<size_t, 4> stores;
+  for (size_t k = 0; k < p_.stores.size(); ++k)
+    if (!p_.sumOf(k) && (pass == Pass::All || passOf(p_.stores[k]) == pass))
+      stores.push_back(k);
+  return stores;
 }
 
 void KernelWriter::element(const std::string &indent, Pass pass) {
@@ -308,10 +314,10 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
     ValueId v = s ? s->value : p_.stores[k];
     if (pass != Pass::All && passOf(v) != pass)
       continue;
-    if (s)
-      os_ << indent_ << lang_.accumulate(p_, k, var_.lookup(v)) << "\n";
-    else
-      os_ << indent_ << "out" << k << "[i] = " << var_.lookup(v) << ";\n";
+    os_ << indent_
+        << (s ? lang_.accumulate(p_, k, var_.lookup(v))
+              : lang_.store(p_, k, var_.lookup(v)))
+        << "\n";
   }
 }
 
@@ -329,8 +335,9 @@ void KernelWriter::write(llvm::ArrayRef<std::string> sharers) {
     writeRowLoops();
     return;
   }
-  element(lang_.loopBegin(os_, p_));
-  lang_.loopEnd(os_, p_);
+  llvm::SmallVector<size_t, 4> stores = storesOf(Pass::All);
+  element(lang_.loopBegin(os_, p_, stores));
+  lang_.loopEnd(os_, p_, stores);
 }
 
 KernelSource renderKernels(llvm::ArrayRef<KernelPlan> plans, Target target) {

@@ -37,14 +37,17 @@ void KernelWriter::writeRowLoops() {
   if (llvm::is_contained(p_.inPrologue, true)) {
     if (annotate_)
       os_ << in << "// prologue\n";
-    element(lang_.colLoopBegin(os_, p_, in, {}), Pass::Prologue);
-    lang_.colLoopEnd(os_, in);
+    llvm::SmallVector<size_t, 4> stores = storesOf(Pass::Prologue);
+    element(lang_.colLoopBegin(os_, p_, in, {}, false, stores),
+            Pass::Prologue);
+    lang_.colLoopEnd(os_, p_, in, stores);
   }
   rowOp(in);
   if (annotate_)
     os_ << in << "// epilogue\n";
-  element(lang_.colLoopBegin(os_, p_, in, {}), Pass::Epilogue);
-  lang_.colLoopEnd(os_, in);
+  llvm::SmallVector<size_t, 4> stores = storesOf(Pass::Epilogue);
+  element(lang_.colLoopBegin(os_, p_, in, {}, false, stores), Pass::Epilogue);
+  lang_.colLoopEnd(os_, p_, in, stores);
   lang_.rowLoopEnd(os_, p_);
 }
 
@@ -70,7 +73,7 @@ void KernelWriter::rowOp(const std::string &in) {
     for (const std::string &line : body)
       if (!line.empty())
         os_ << b << line << "\n";
-    lang_.colLoopEnd(os_, in);
+    lang_.colLoopEnd(os_, p_, in);
     for (const std::string &s : sums)
       lang_.rowCombine(os_, in, s, max);
   };

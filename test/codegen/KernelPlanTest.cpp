@@ -71,7 +71,6 @@ TEST(Renderer, TargetsShareTheElementCodeAndDifferInTheLoop) {
     EXPECT_TRUE(contains(s, "      // mlp.act\n") ||
                 contains(s, "    // mlp.act\n"))
         << s;
-    EXPECT_TRUE(contains(s, "out0[i] = v2;")) << s;
     EXPECT_TRUE(contains(s,
                          "after %m = matmul (mlp.fc1), which the runtime runs "
                          "into out0 first"))
@@ -83,13 +82,23 @@ TEST(Renderer, TargetsShareTheElementCodeAndDifferInTheLoop) {
   EXPECT_TRUE(contains(cpp, "#pragma omp simd")) << cpp;
   EXPECT_TRUE(contains(cpp, "const float v1 = in1[c];  // %b")) << cpp;
   EXPECT_TRUE(contains(cpp, "strata::kernels::kexp(-t0)")) << cpp;
-  // CUDA: grid-stride loop, the bias by the flat index, float math names.
-  EXPECT_TRUE(
-      contains(cuda, "extern \"C\" __global__ void epilogue(const float *in0, "
-                     "const float *in1, float *out0, float *out1, int64_t n,"))
+  EXPECT_TRUE(contains(cpp, "out0[i] = v2;")) << cpp;
+  // CUDA: launch bounds, a grid-stride loop over groups of 4 elements read
+  // and written as float4 when aligned, the bias by the flat index, float
+  // math names.
+  EXPECT_TRUE(contains(cuda, "extern \"C\" __global__ void "
+                             "__launch_bounds__(256) epilogue(const float "
+                             "*in0, const float *in1, float *out0, float "
+                             "*out1, int64_t n,"))
       << cuda;
-  EXPECT_TRUE(contains(cuda, "i += (int64_t)blockDim.x * gridDim.x")) << cuda;
-  EXPECT_TRUE(contains(cuda, "const float v1 = in1[(i % 4)];  // %b")) << cuda;
+  EXPECT_TRUE(contains(cuda, "g += (int64_t)blockDim.x * gridDim.x")) << cuda;
+  EXPECT_TRUE(contains(cuda, "const int i0 = (int)g * 4;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "strata_load(a1, in1 + (i0 % 4), vec);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "const float v1 = a1[el];  // %b")) << cuda;
+  EXPECT_TRUE(contains(cuda, "b0[el] = v2;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "strata_store(out0 + i0, b0, vec);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "const float4 t = *reinterpret_cast<const float4"))
+      << cuda;
   EXPECT_TRUE(contains(cuda, "expf(-t0)")) << cuda;
   EXPECT_FALSE(contains(cuda, "std::")) << cuda;
 }
@@ -119,7 +128,10 @@ graph @g(%x: f64[4,6,8], %z: f64[6,1], %w: f64[4,1,1]) {
   EXPECT_TRUE(contains(cpp, "in2[(r / 6)]")) << cpp;
   EXPECT_TRUE(contains(cuda, "in1[((i / 8) % 6)]")) << cuda;
   EXPECT_TRUE(contains(cuda, "in2[(i / 48)]")) << cuda;
-  EXPECT_TRUE(contains(cuda, "const double v0 = in0[i];")) << cuda;
+  // Contiguous x in pairs (double2), the broadcasts element by element.
+  EXPECT_TRUE(contains(cuda, "strata_load(a0, in0 + i0, vec);")) << cuda;
+  EXPECT_TRUE(contains(cuda, "const double v0 = a0[el];")) << cuda;
+  EXPECT_TRUE(contains(cuda, "for (int el = 0; el < 2; ++el) {")) << cuda;
 }
 
 TEST(Renderer, DropoutThresholdAndScaleAreExact) {
@@ -190,8 +202,9 @@ graph @g(%x: f32[8], %y: f32[8]) {
 
 // A bias gradient: the column sums of the kernel's value ride along with its
 // stores. The C++ kernel adds its rows into an f64 row (out1); the CUDA
-// kernel walks one column's rows per thread and stores the sum; the last
-// dim stays its own loop dim even though every load is contiguous.
+// kernel sums a chunk of rows of a group of columns per thread into a
+// workspace, which a second kernel adds up in chunk order; the last dim
+// stays its own loop dim even though every load is contiguous.
 TEST(Renderer, ColumnSums) {
   Graph g;
   auto body = bodyOf(R"(
@@ -219,12 +232,19 @@ graph @g(%x: f32[2,3,8], %y: f32[2,3,8]) {
       << cpp;
   EXPECT_TRUE(contains(cpp, "out0[i] = v2;\n      out1[c] += (double)v2;"))
       << cpp;
-  EXPECT_TRUE(contains(cuda, "c < 8;")) << cuda;
-  EXPECT_TRUE(contains(
-      cuda, "double sum1 = 0.0;\n    for (int64_t r = 0; r < 6; ++r) {"))
+  EXPECT_TRUE(contains(cuda, "double acc1[4] = {};")) << cuda;
+  EXPECT_TRUE(contains(cuda, "acc1[j] += (double)v2;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "partial[(0 + chunk) * 8 + c0 + el] = acc1[el];"))
       << cuda;
-  EXPECT_TRUE(contains(cuda, "sum1 += (double)v2;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "for (int chunk = 0; chunk < 6; ++chunk)"))
+      << cuda;
   EXPECT_TRUE(contains(cuda, "out1[c] = (float)sum1;")) << cuda;
+  codegen::CudaLaunch l = codegen::cudaLaunchOf(*p);
+  EXPECT_EQ(l.kind, codegen::CudaLaunch::Kind::ColumnSums);
+  EXPECT_EQ(l.threads, 256u);
+  EXPECT_EQ(l.vector, 4);
+  EXPECT_EQ(l.chunks, 6); // a row per chunk: 2 column groups are few
+  EXPECT_EQ(l.partialDoubles, 6 * 8);
 }
 
 // A residual add (prologue) feeding a layer-norm gradient whose dx is added
@@ -285,18 +305,27 @@ TEST(Renderer, RowKernelPasses) {
   EXPECT_TRUE(contains(cpp, "out2[c] += (double)in2[i];")) << cpp;
   EXPECT_TRUE(contains(cpp, "out3[i] = v2;\n      out4[c] += (double)v2;"))
       << cpp;
-  // CUDA: a warp per row block, shuffles for the row sums, per-warp column
-  // sums in a workspace and a second kernel that adds them in warp order.
+  // CUDA: a block per row (one warp: 2 groups of 4 columns), block sums for
+  // the row statistics, per-thread scratch and column sums of one group,
+  // per-chunk column sums in a workspace and a second kernel that adds them
+  // in chunk order.
+  EXPECT_TRUE(contains(cuda, "__launch_bounds__(32) lnrow(")) << cuda;
   EXPECT_TRUE(contains(cuda, "double *partial, int64_t n,")) << cuda;
-  EXPECT_TRUE(contains(cuda, "sumGX = strata_warp_sum(sumGX);")) << cuda;
-  EXPECT_TRUE(contains(cuda, "float s1[1];")) << cuda;
-  EXPECT_TRUE(contains(cuda, "acc1[j] += (double)in2[i] * xhat;")) << cuda;
-  EXPECT_TRUE(contains(cuda, "extern \"C\" __global__ void lnrow_sums(const "
+  EXPECT_TRUE(
+      contains(cuda, "sumGX = strata_block_sum<NW>(sumGX, strata_red);"))
+      << cuda;
+  EXPECT_TRUE(contains(cuda, "float s1[4];")) << cuda;
+  EXPECT_TRUE(contains(cuda, "acc1[j] += (double)a2[el] * xhat;")) << cuda;
+  EXPECT_TRUE(contains(cuda, "extern \"C\" __global__ void "
+                             "__launch_bounds__(256) lnrow_sums(const "
                              "double *partial, float *out1, float *out2, "
                              "float *out4) {"))
       << cuda;
   codegen::CudaLaunch l = codegen::cudaLaunchOf(*p);
-  EXPECT_EQ(l.warps, 6);
+  EXPECT_EQ(l.kind, codegen::CudaLaunch::Kind::RowSums);
+  EXPECT_EQ(l.threads, 32u);
+  EXPECT_EQ(l.groupsPerThread, 1);
+  EXPECT_EQ(l.chunks, 6);
   EXPECT_EQ(l.partialDoubles, 3 * 6 * 8);
 }
 
