@@ -35,10 +35,20 @@ public:
   explicit Collector(llvm::StringRef file) : file_(file) {}
   void AddError(int line, gp::io::ColumnNumber column,
                 const std::string &message) override {
-    if (first_.empty())
-      first_ = file_ + ":" + std::to_string(line + 1) + ":" +
-               std::to_string(column + 1) + ": error: " + message +
-               " (see proto/hardware.proto for the fields)";
+    if (!first_.empty())
+      return;
+    std::string what = message;
+    llvm::StringRef m(message);
+    size_t at = m.find("has no field named \"");
+    if (at != llvm::StringRef::npos)
+      what = "unknown field '" +
+             m.drop_front(at + 20)
+                 .take_until([](char c) { return c == '"'; })
+                 .str() +
+             "'";
+    first_ = file_ + ":" + std::to_string(line + 1) + ":" +
+             std::to_string(column + 1) + ": error: " + what +
+             " (see proto/hardware.proto for the fields)";
   }
   std::string first_;
 

@@ -113,6 +113,12 @@ with tempfile.TemporaryDirectory() as tmp:
     r = run("estimate", SPEC, "--cluster", bad)
     check(r.returncode == 1 and "must be > 0" in r.stderr,
           "a bad hardware file: " + r.stderr)
+    open(bad, "w").write("name: \"x\"\nbogus: 3\n")
+    r = run("estimate", SPEC, "--cluster", bad)
+    check(r.returncode == 1 and r.stderr.startswith(
+        "strata estimate: error: %s:2:" % bad) and
+          "unknown field 'bogus'" in r.stderr,
+          "an unknown field: " + r.stderr)
 
 for f in failures:
     print("FAIL:", f)
