@@ -17,7 +17,7 @@
 // Row kernels run a block per row; thread t owns the column groups t,
 // t + threads, ... (CudaLaunch::groupsPerThread of them), so scratch rows and
 // column-sum accumulators are per-thread arrays of groupsPerThread * vector
-// elements (at most 4), indexed by constants once the loops are unrolled:
+// elements (at most 8), indexed by constants once the loops are unrolled:
 // registers, never local memory. Row sums are f64: butterfly shuffles within
 // a warp (every lane gets the same bits), then the warps' sums added in warp
 // order through shared memory. Column sums (dw, db, bias gradients) cut the

@@ -7,8 +7,10 @@
 //    doubles), when the innermost dim is a multiple of it, else 1;
 //  - 32-bit indices when every count the kernel indexes is below 2^31;
 //  - row kernels: a block per row of ceil(C / vector) threads rounded up to
-//    a power of two, at most kMaxRowThreads, so a thread caches at most
-//    ceil(kMaxFusedRow / kMaxRowThreads) = 4 elements of each scratch row;
+//    a power of two, at most kMaxRowThreads (512: ptxas then has 128
+//    registers a thread), so a thread caches at most
+//    ceil(kMaxFusedRow / kMaxRowThreads) = 8 elements of each scratch row
+//    and column sum;
 //  - column sums: a partition of the rows into chunks (enough work items to
 //    fill a GPU), which fixes the order of every sum.
 //

@@ -25,6 +25,8 @@ renderLibrary(llvm::ArrayRef<TaggedProgram> programs, Target target) {
       plan->name = p.tag + "_" + plan->name;
       lib.entries.push_back(
           {p.tag, n.attrs.getString("kernel"), plan->name, n.scope});
+      if (target == Target::Cuda)
+        lib.entries.back().launch = cudaLaunchOf(*plan);
       plans.push_back(std::move(*plan));
     }
   KernelSource source = renderKernels(plans, target);

@@ -36,6 +36,9 @@ struct KernelEntry {
   std::string kernel;  ///< the node's `kernel` attribute
   std::string symbol;
   std::string scope; ///< the node's scope
+  /// CUDA libraries: how to launch the symbol (block size, grid, workspace;
+  /// Renderer.h).
+  CudaLaunch launch;
 };
 
 struct KernelLibrary {

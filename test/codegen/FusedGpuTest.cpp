@@ -10,6 +10,10 @@
 // uploaded into the result buffer that holds it (the in-place convention of
 // codegen/KernelPlan.h), which the kernel also reads as load 0.
 //
+// Each kernel also runs on one block with every buffer off its 16-byte
+// alignment (the element-by-element path) and must give the same bits: any
+// grid, either path.
+//
 // Tolerance: as FusedCpuTest, |gpu - cpu| <= 1e-5 * (|cpu| + 1): CUDA's
 // tanhf/expf/erff are within 2 ulp of glibc's, and nvcc contracts to FMA
 // like the host compiler; dropout masks are integer compares and match.
@@ -28,6 +32,7 @@
 #include <dlfcn.h>
 
 #include <cmath>
+#include <cstring>
 #include <iostream>
 
 namespace strata {
@@ -122,6 +127,15 @@ protected:
 
   /// Runs every fused node of `g` on the GPU and on the CPU; returns how many.
   void checkGraph(const Graph &g, int &count);
+  /// Runs the kernel of plan `p` (and its _sums kernel) on `blocks` (and
+  /// `sumBlocks`) blocks, each buffer `offset` bytes into its allocation;
+  /// `got` gets the results (of want's types).
+  void runKernel(const codegen::KernelPlan &p, CUmodule module,
+                 const std::string &symbol, const std::vector<HostTensor> &in,
+                 const std::vector<HostTensor> &anchor,
+                 const std::vector<HostTensor> &want, unsigned blocks,
+                 unsigned sumBlocks, size_t offset,
+                 const LaunchContext &launch, std::vector<HostTensor> &got);
 
   Driver cu;
   CUcontext ctx = nullptr;
@@ -177,84 +191,118 @@ void FusedGpu::checkGraph(const Graph &g, int &count) {
     std::vector<HostTensor> want = test::runOnCpu(oneNode(g, n), in, launch);
     ASSERT_EQ(want.size(), p.stores.size());
 
-    // Device buffers: one per result (the anchor's in its result buffer),
-    // then the loads that are operands.
-    std::vector<CUdeviceptr> outs(p.stores.size()), loads(p.loads.size());
-    for (size_t r = 0; r < outs.size(); ++r)
-      ASSERT_CU(cu.cuMemAlloc(&outs[r], std::max<int64_t>(want[r].bytes(), 4)));
+    std::vector<HostTensor> anchor;
     if (p.anchor >= 0) {
       const Node &a = p.body->node(p.anchor);
       std::vector<HostTensor> aIn;
       for (ValueId v : a.operands)
         aIn.push_back(
             in[llvm::find(p.body->inputs(), v) - p.body->inputs().begin()]);
-      std::vector<HostTensor> anchorOut =
-          test::runOnCpu(oneNode(*p.body, a), aIn, launch);
-      ASSERT_EQ(anchorOut.size(), 1u);
-      ASSERT_CU(cu.cuMemcpyHtoD(outs[p.anchorResult], anchorOut[0].raw(),
-                                anchorOut[0].bytes()));
+      anchor = test::runOnCpu(oneNode(*p.body, a), aIn, launch);
+      ASSERT_EQ(anchor.size(), 1u);
     }
-    for (size_t l = 0; l < p.loads.size(); ++l) {
-      int32_t op = p.loads[l].operand;
-      if (op < 0) {
-        loads[l] = outs[p.anchorResult];
-        continue;
-      }
-      ASSERT_CU(cu.cuMemAlloc(&loads[l], std::max<int64_t>(in[op].bytes(), 4)));
-      ASSERT_CU(cu.cuMemcpyHtoD(loads[l], in[op].raw(), in[op].bytes()));
-    }
-    int64_t elems = p.numElements();
-    uint64_t seed = launch.seed, step = launch.step;
     codegen::CudaLaunch geometry = codegen::cudaLaunchOf(p);
-    CUdeviceptr partial = 0;
-    if (geometry.partialDoubles)
-      ASSERT_CU(cu.cuMemAlloc(&partial, geometry.partialDoubles * 8));
-    std::vector<void *> args;
-    for (CUdeviceptr &d : loads)
-      args.push_back(&d);
-    for (CUdeviceptr &d : outs)
-      args.push_back(&d);
-    if (partial)
-      args.push_back(&partial);
-    args.push_back(&elems);
-    args.push_back(&seed);
-    args.push_back(&step);
-    CUfunction fn;
-    ASSERT_CU(cu.cuModuleGetFunction(&fn, module, source.symbols[k].c_str()));
-    ASSERT_CU(cu.cuLaunchKernel(fn, geometry.blocks, 1, 1, geometry.threads, 1,
-                                1, 0, nullptr, args.data(), nullptr));
-    if (partial) { // the row kernel's column sums, added up in warp order
-      std::vector<void *> sumArgs{&partial};
-      for (const codegen::KernelSum &s : p.sums)
-        sumArgs.push_back(&outs[s.store]);
-      CUfunction sums;
-      ASSERT_CU(cu.cuModuleGetFunction(&sums, module,
-                                       (source.symbols[k] + "_sums").c_str()));
-      ASSERT_CU(cu.cuLaunchKernel(sums, geometry.sumBlocks, 1, 1,
-                                  geometry.sumThreads, 1, 1, 0, nullptr,
-                                  sumArgs.data(), nullptr));
-    }
-    ASSERT_CU(cu.cuCtxSynchronize());
-    if (partial)
-      cu.cuMemFree(partial);
-    for (size_t r = 0; r < outs.size(); ++r) {
-      HostTensor got(want[r].type());
-      ASSERT_CU(cu.cuMemcpyDtoH(got.raw(), outs[r], got.bytes()));
-      for (int64_t i = 0; i < got.numElements(); ++i) {
-        double x = got.get(i), y = want[r].get(i);
+    std::vector<HostTensor> got, small;
+    runKernel(p, module, source.symbols[k], in, anchor, want, geometry.blocks,
+              geometry.sumBlocks, 0, launch, got);
+    if (HasFatalFailure())
+      return;
+    for (size_t r = 0; r < got.size(); ++r)
+      for (int64_t i = 0; i < got[r].numElements(); ++i) {
+        double x = got[r].get(i), y = want[r].get(i);
         ASSERT_LE(std::abs(x - y), 1e-5 * (std::abs(y) + 1))
             << "kernel " << p.name << " result " << r << " element " << i
             << ": gpu " << x << ", cpu " << y;
       }
-    }
-    for (size_t l = 0; l < loads.size(); ++l)
-      if (p.loads[l].operand >= 0)
-        cu.cuMemFree(loads[l]);
-    for (CUdeviceptr d : outs)
-      cu.cuMemFree(d);
+    // One block of each kernel, every buffer 8 bytes off its 16-byte
+    // alignment (the element-by-element path): the same bits.
+    runKernel(p, module, source.symbols[k], in, anchor, want, 1, 1, 8, launch,
+              small);
+    if (HasFatalFailure())
+      return;
+    for (size_t r = 0; r < got.size(); ++r)
+      ASSERT_EQ(std::memcmp(got[r].raw(), small[r].raw(), got[r].bytes()), 0)
+          << "kernel " << p.name << " result " << r
+          << " differs on one block with unaligned buffers";
     ++count;
   }
   cu.cuModuleUnload(module);
+}
+
+void FusedGpu::runKernel(const codegen::KernelPlan &p, CUmodule module,
+                         const std::string &symbol,
+                         const std::vector<HostTensor> &in,
+                         const std::vector<HostTensor> &anchor,
+                         const std::vector<HostTensor> &want, unsigned blocks,
+                         unsigned sumBlocks, size_t offset,
+                         const LaunchContext &launch,
+                         std::vector<HostTensor> &got) {
+  // Device buffers: one per result (the anchor's in its result buffer),
+  // then the loads that are operands.
+  std::vector<CUdeviceptr> allocs;
+  auto alloc = [&](int64_t bytes, CUdeviceptr &at) {
+    CUdeviceptr base = 0;
+    CUresult r = cu.cuMemAlloc(&base, std::max<int64_t>(bytes, 4) + 16);
+    if (r == CUDA_SUCCESS)
+      allocs.push_back(base);
+    at = base + offset;
+    return r;
+  };
+  std::vector<CUdeviceptr> outs(p.stores.size()), loads(p.loads.size());
+  for (size_t r = 0; r < outs.size(); ++r)
+    ASSERT_CU(alloc(want[r].bytes(), outs[r]));
+  if (p.anchor >= 0)
+    ASSERT_CU(cu.cuMemcpyHtoD(outs[p.anchorResult], anchor[0].raw(),
+                              anchor[0].bytes()));
+  for (size_t l = 0; l < p.loads.size(); ++l) {
+    int32_t op = p.loads[l].operand;
+    if (op < 0) {
+      loads[l] = outs[p.anchorResult];
+      continue;
+    }
+    ASSERT_CU(alloc(in[op].bytes(), loads[l]));
+    ASSERT_CU(cu.cuMemcpyHtoD(loads[l], in[op].raw(), in[op].bytes()));
+  }
+  int64_t elems = p.numElements();
+  uint64_t seed = launch.seed, step = launch.step;
+  codegen::CudaLaunch geometry = codegen::cudaLaunchOf(p);
+  CUdeviceptr partial = 0;
+  if (geometry.partialDoubles) {
+    ASSERT_CU(cu.cuMemAlloc(&partial, geometry.partialDoubles * 8));
+    allocs.push_back(partial);
+  }
+  std::vector<void *> args;
+  for (CUdeviceptr &d : loads)
+    args.push_back(&d);
+  for (CUdeviceptr &d : outs)
+    args.push_back(&d);
+  if (partial)
+    args.push_back(&partial);
+  args.push_back(&elems);
+  args.push_back(&seed);
+  args.push_back(&step);
+  CUfunction fn;
+  ASSERT_CU(cu.cuModuleGetFunction(&fn, module, symbol.c_str()));
+  ASSERT_CU(cu.cuLaunchKernel(fn, blocks, 1, 1, geometry.threads, 1, 1, 0,
+                              nullptr, args.data(), nullptr));
+  if (partial) { // the chunks' column sums, added up in chunk order
+    std::vector<void *> sumArgs{&partial};
+    for (const codegen::KernelSum &s : p.sums)
+      sumArgs.push_back(&outs[s.store]);
+    CUfunction sums;
+    ASSERT_CU(
+        cu.cuModuleGetFunction(&sums, module, (symbol + "_sums").c_str()));
+    ASSERT_CU(cu.cuLaunchKernel(sums, sumBlocks, 1, 1, geometry.sumThreads, 1,
+                                1, 0, nullptr, sumArgs.data(), nullptr));
+  }
+  ASSERT_CU(cu.cuCtxSynchronize());
+  got.clear();
+  for (size_t r = 0; r < outs.size(); ++r) {
+    got.emplace_back(want[r].type());
+    ASSERT_CU(cu.cuMemcpyDtoH(got.back().raw(), outs[r], got.back().bytes()));
+  }
+  for (CUdeviceptr d : allocs)
+    cu.cuMemFree(d);
 }
 
 TEST_F(FusedGpu, KernelsMatchTheCpu) {
