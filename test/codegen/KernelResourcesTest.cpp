@@ -8,14 +8,16 @@
 // column-sum kernel's SYMBOL_sums) is there, none spills or has a stack
 // frame (local memory), and each fits its __launch_bounds__ (registers x
 // threads within the 64K registers of an SM). The table of registers is
-// printed for the record. The same library also compiles with nvcc -cubin
-// (when the toolkit has nvcc).
+// printed for the record. Every row op at the longest fused row
+// (kMaxFusedRow) in f32 and f64 passes the same check, and the gpt2_124m
+// library also compiles with nvcc -cubin (when the toolkit has nvcc).
 //
 //===----------------------------------------------------------------------===//
 #include "TestGraphs.h"
 
 #include "codegen/KernelLibrary.h"
 #include "codegen/NvrtcCompiler.h"
+#include "ir/IRText.h"
 #include "passes/pipeline/ParallelCompile.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -119,6 +121,45 @@ INSTANTIATE_TEST_SUITE_P(Examples, KernelResources,
                            });
                            return name;
                          });
+
+// Every row op (test::kRowOpsIR) at the longest fused row, kMaxFusedRow, in
+// f32 and f64: the most a thread of a row kernel caches.
+TEST(KernelResources, RowOpsAtTheLongestRowDoNotSpill) {
+  for (const char *dtype : {"f32", "f64"}) {
+    std::string text = test::withDType(test::kRowOpsIR, dtype);
+    for (size_t at; (at = text.find("40]")) != std::string::npos;)
+      text.replace(at, 2, std::to_string(kMaxFusedRow)); // rows of 40
+    auto g = parseGraph(text, "row_ops");
+    ASSERT_TRUE(bool(g)) << toString(g.takeError());
+    ASSERT_TRUE(fuseGraph(*g));
+    std::vector<codegen::KernelPlan> plans;
+    for (const Node &n : g->nodes()) {
+      if (n.op != OpKind::Fused)
+        continue;
+      auto plan = codegen::planKernel(*n.body);
+      ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
+      plans.push_back(std::move(*plan));
+    }
+    ASSERT_EQ(llvm::count_if(plans, [](auto &p) { return p.isRowKernel(); }),
+              6);
+    codegen::KernelSource source =
+        codegen::renderKernels(plans, codegen::Target::Cuda);
+    auto out = codegen::compileCubinWithLog(source.text, 90,
+                                            {"--ptxas-options=-v"});
+    ASSERT_TRUE(bool(out)) << toString(out.takeError());
+    auto report = codegen::parsePtxasReport(out->log);
+    ASSERT_TRUE(bool(report)) << toString(report.takeError());
+    EXPECT_GE(report->size(), plans.size());
+    for (const codegen::KernelResources &k : *report) {
+      std::cout << dtype << " " << k.name << ": " << k.registers
+                << " registers\n";
+      EXPECT_EQ(k.spillStores + k.spillLoads + k.stackFrame, 0)
+          << dtype << " row ops: kernel " << k.name << " spills "
+          << k.spillStores << " / " << k.spillLoads << " bytes, stack "
+          << k.stackFrame << " at " << k.registers << " registers";
+    }
+  }
+}
 
 // The same text compiles with nvcc to an sm_90 cubin (nvcc includes the
 // C++ headers NVRTC lacks, which the prelude must not clash with). Skipped
