@@ -86,6 +86,11 @@ llvm::Error HostStreams::synchronize() {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+void HostStreams::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  doneCv_.wait(lock, [this] { return pending_ == 0; });
+}
+
 void HostStreams::workerLoop(Stream &s) {
   while (true) {
     Work work;

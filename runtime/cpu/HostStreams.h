@@ -49,6 +49,8 @@ public:
   void wait(int32_t stream, HostEvent &event);
   /// Waits for the work of every stream; returns the first error.
   llvm::Error synchronize();
+  /// Waits for the work of every stream; keeps the error for synchronize.
+  void drain();
 
 private:
   struct Work {

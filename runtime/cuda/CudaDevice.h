@@ -1,0 +1,89 @@
+//===- CudaDevice.h - The CUDA backend behind runtime/Device.h ------------===//
+//
+// A Device over a cuda::Driver (Driver.h): the real driver on a GPU, or the
+// emulated one of interpret mode, with the same host code. Buffers are
+// device memory (never dereferenced by the host: isHostMemory() is false
+// even in interpret mode, so the runtime's copies are exercised); every
+// Device stream is a driver stream, events are driver events; copies,
+// fills and host work are enqueued on them. The runtime's own kernels
+// (gradient accumulation, scaling) are CUDA C loaded at creation. Fused
+// nodes run the kernels codegen renders for CUDA (codegen/Renderer.h: the
+// launch contract), compiled per graph at prepare() into the graph's
+// module; the other ops get their kernels in later steps of the backend
+// (supports() says which run).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Device.h"
+#include "runtime/cuda/Driver.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace strata {
+
+class CudaDevice : public Device {
+public:
+  /// A device over `driver`; loads the runtime's kernels (an error names
+  /// the compiler's message).
+  static llvm::Expected<std::unique_ptr<CudaDevice>>
+  create(std::unique_ptr<cuda::Driver> driver, int index = 0);
+  ~CudaDevice() override;
+
+  cuda::Driver &driver() { return *driver_; }
+
+  std::string name() const override;
+  bool supports(const Graph &g, const Node &node) const override;
+  llvm::Expected<std::unique_ptr<KernelModule>>
+  prepare(const Graph &g) override;
+  bool isHostMemory() const override { return false; }
+  void *allocate(int64_t bytes) override;
+  void deallocate(void *ptr) override;
+  StreamId createStream() override;
+  std::unique_ptr<Event> createEvent() override;
+  void record(Event &event, StreamId stream) override;
+  void wait(StreamId stream, Event &event) override;
+  void enqueueHost(std::function<llvm::Error()> work,
+                   StreamId stream = kDefaultStream) override;
+  void launch(const Graph &g, const Node &node,
+              llvm::ArrayRef<const void *> operands,
+              llvm::ArrayRef<void *> results,
+              const LaunchContext &ctx) override;
+  llvm::Error synchronize() override;
+
+protected:
+  void enqueueCopy(CopyKind kind, void *dst, const void *src, int64_t bytes,
+                   StreamId stream) override;
+  void enqueueFill(void *dst, int64_t bytes, int value,
+                   StreamId stream) override;
+  void enqueueAccumulate(void *acc, const void *x, int64_t count,
+                         StreamId stream) override;
+  void enqueueScale(void *x, int64_t count, float factor,
+                    StreamId stream) override;
+
+private:
+  CudaDevice(std::unique_ptr<cuda::Driver> driver, int index)
+      : driver_(std::move(driver)), index_(index) {}
+  cuda::StreamHandle stream(StreamId id) const;
+  /// Keeps the first error of an enqueue for synchronize().
+  void note(llvm::Error e);
+  /// Launches `f` over `count` elements with 1-D blocks of 256 threads.
+  void launchElementwise(cuda::Function f, int64_t count, void **params,
+                         StreamId stream);
+  llvm::Error launchFused(const Node &node,
+                          llvm::ArrayRef<const void *> operands,
+                          llvm::ArrayRef<void *> results,
+                          const LaunchContext &ctx);
+
+  std::unique_ptr<cuda::Driver> driver_;
+  int index_;
+  std::vector<cuda::StreamHandle> streams_;
+  std::unique_ptr<cuda::Module> builtins_;
+  cuda::Function accumulate_ = nullptr, scale_ = nullptr;
+  std::mutex mu_;
+  std::string firstError_;
+};
+
+} // namespace strata

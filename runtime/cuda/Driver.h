@@ -1,0 +1,110 @@
+//===- Driver.h - The CUDA driver calls the CUDA backend makes ------------===//
+//
+// The CUDA device (CudaDevice.h) talks to the GPU only through this
+// interface, a thin mirror of the CUDA driver API: memory, streams, events,
+// modules of kernels, launches and host callbacks, all asynchronous on
+// streams. Two drivers implement it:
+//   - the real one (RealDriver.cpp): libcuda.so.1 loaded with dlopen, kernel
+//     sources compiled by NVRTC to a cubin for the device's sm_XX;
+//   - interpret mode (interpret/InterpretDriver.h): host memory with guard
+//     bytes and poison, the same kernel sources compiled by the host
+//     compiler with a SIMT header, streams as queues on host threads.
+// So every line of CudaDevice runs, and is tested, on machines without a
+// GPU.
+//
+// Kernel sources are CUDA C in one dialect (see interpret/Simt.h): each
+// kernel is `extern "C" __global__ void [__launch_bounds__(N)] name(...)`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace strata::cuda {
+
+using DevicePtr = uint64_t;
+
+/// A loaded module of kernels, and one kernel of it.
+class Module {
+public:
+  virtual ~Module() = default;
+};
+using Function = const void *;
+
+/// A stream: work on it runs in order.
+using StreamHandle = void *;
+/// A point in a stream's work.
+using EventHandle = void *;
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct DeviceInfo {
+  std::string name;
+  int major = 0, minor = 0; // compute capability: sm_<major><minor>
+  int multiprocessors = 0;
+  int64_t totalBytes = 0;
+};
+
+class Driver {
+public:
+  virtual ~Driver() = default;
+  /// "cuda" or "cuda-interpret".
+  virtual llvm::StringRef kind() const = 0;
+  virtual const DeviceInfo &info() const = 0;
+  /// Free and total device memory in bytes.
+  virtual llvm::Expected<std::pair<int64_t, int64_t>> memoryInfo() = 0;
+
+  virtual llvm::Expected<DevicePtr> allocate(int64_t bytes) = 0;
+  virtual llvm::Error free(DevicePtr ptr) = 0;
+
+  virtual llvm::Expected<StreamHandle> createStream() = 0;
+  virtual llvm::Error destroyStream(StreamHandle s) = 0;
+  virtual llvm::Expected<EventHandle> createEvent() = 0;
+  virtual llvm::Error destroyEvent(EventHandle e) = 0;
+  virtual llvm::Error record(EventHandle e, StreamHandle s) = 0;
+  /// Later work on `s` waits for `e`'s latest record.
+  virtual llvm::Error wait(StreamHandle s, EventHandle e) = 0;
+  /// Blocks until `s` has run all its work; returns the first error of an
+  /// asynchronous operation on it (a fault, a failed host callback).
+  virtual llvm::Error synchronize(StreamHandle s) = 0;
+
+  virtual llvm::Error copyToDevice(DevicePtr dst, const void *src,
+                                   int64_t bytes, StreamHandle s) = 0;
+  virtual llvm::Error copyToHost(void *dst, DevicePtr src, int64_t bytes,
+                                 StreamHandle s) = 0;
+  virtual llvm::Error copyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes,
+                                   StreamHandle s) = 0;
+  virtual llvm::Error fill(DevicePtr dst, uint8_t value, int64_t bytes,
+                           StreamHandle s) = 0;
+  /// Runs `fn` on a host thread once `s` reaches it (cuLaunchHostFunc); an
+  /// error it returns is the stream's error.
+  virtual llvm::Error launchHost(std::function<llvm::Error()> fn,
+                                 StreamHandle s) = 0;
+
+  /// Compiles `source` (CUDA C; `name` names it in errors) and loads it.
+  virtual llvm::Expected<std::unique_ptr<Module>>
+  loadModule(llvm::StringRef source, llvm::StringRef name) = 0;
+  virtual llvm::Expected<Function> function(Module &m,
+                                            llvm::StringRef kernel) = 0;
+  /// cuLaunchKernel: params[i] points to the value of the kernel's
+  /// parameter i.
+  virtual llvm::Error launch(Function f, Dim3 grid, Dim3 block,
+                             unsigned sharedBytes, StreamHandle s,
+                             void **params) = 0;
+};
+
+/// The real driver on GPU `ordinal`, or why there is none: libcuda.so.1
+/// missing, no device, or a driver too old. Nothing else is touched before
+/// these checks pass.
+llvm::Expected<std::unique_ptr<Driver>> openRealDriver(int ordinal);
+
+} // namespace strata::cuda

@@ -1,0 +1,341 @@
+//===- InterpretDriver.cpp - The CUDA driver emulated on the host ---------===//
+#include "runtime/cuda/interpret/InterpretDriver.h"
+
+#include "runtime/cpu/HostCompiler.h"
+#include "runtime/cpu/HostStreams.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace strata::cuda {
+
+namespace {
+
+const char kSimtHeader[] =
+#include "runtime/cuda/interpret/SimtText.inc"
+    ;
+
+constexpr int64_t kGuard = 256;
+constexpr uint8_t kPoison = 0xFF, kGuardByte = 0xFD;
+
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// strata_simt::Launch (Simt.h), as the kernels' entry points take it.
+struct SimtLaunch {
+  Dim3 grid, block;
+  bool fibers;
+  char *error;
+};
+using EntryFn = void *(*)(int op, const SimtLaunch *l, void **params,
+                          void *packed);
+
+struct Kernel {
+  std::string name;
+  EntryFn entry;
+  bool fibers;
+};
+
+class InterpretModule : public Module {
+public:
+  std::map<std::string, Kernel, std::less<>> kernels;
+};
+
+/// Host compiler flags: no strict aliasing, since kernels read float arrays
+/// as float4.
+constexpr llvm::StringLiteral kFlags[] = {"-O2", "-w", "-fno-strict-aliasing"};
+
+/// The names of the kernels of `source` (see Driver.h for the dialect).
+std::vector<std::string> kernelNames(llvm::StringRef source) {
+  llvm::Regex kernel("__global__[[:space:]]+void[[:space:]]+(__launch_bounds__"
+                     "\\([^)]*\\)[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)"
+                     "[[:space:]]*\\(");
+  std::vector<std::string> names;
+  llvm::SmallVector<llvm::StringRef, 3> m;
+  while (kernel.match(source, &m)) {
+    names.push_back(m[2].str());
+    source = source.substr(m[0].end() - source.begin());
+  }
+  return names;
+}
+
+class InterpretDriver : public Driver {
+public:
+  explicit InterpretDriver(int64_t capacity) {
+    info_.name = "cuda-interpret (SIMT on the host)";
+    info_.major = 9;
+    info_.minor = 0;
+    info_.multiprocessors = 4;
+    info_.totalBytes = capacity > 0 ? capacity
+                                    : int64_t(sysconf(_SC_PHYS_PAGES)) *
+                                          int64_t(sysconf(_SC_PAGESIZE));
+  }
+  ~InterpretDriver() override {
+    streams_.drain();
+    for (auto &[ptr, a] : allocations_)
+      std::free(a.base);
+  }
+
+  llvm::StringRef kind() const override { return "cuda-interpret"; }
+  const DeviceInfo &info() const override { return info_; }
+
+  llvm::Expected<std::pair<int64_t, int64_t>> memoryInfo() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::make_pair(info_.totalBytes - allocated_, info_.totalBytes);
+  }
+
+  llvm::Expected<DevicePtr> allocate(int64_t bytes) override {
+    int64_t padded =
+        (std::max<int64_t>(bytes, 1) + kGuard - 1) / kGuard * kGuard;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (allocated_ + padded > info_.totalBytes)
+      return err("out of device memory: " + llvm::Twine(bytes) +
+                 " bytes wanted, " +
+                 llvm::Twine(info_.totalBytes - allocated_) + " free");
+    char *base = static_cast<char *>(
+        std::aligned_alloc(size_t(kGuard), size_t(padded + 2 * kGuard)));
+    if (!base)
+      return err("out of host memory for " + llvm::Twine(bytes) + " bytes");
+    std::memset(base, kGuardByte, size_t(kGuard));
+    std::memset(base + kGuard, kPoison, size_t(bytes));
+    std::memset(base + kGuard + bytes, kGuardByte,
+                size_t(padded - bytes + kGuard));
+    DevicePtr ptr = DevicePtr(base + kGuard);
+    allocations_[ptr] = {base, bytes, padded};
+    allocated_ += padded;
+    return ptr;
+  }
+
+  llvm::Error free(DevicePtr ptr) override {
+    streams_.drain(); // as cuMemFree: after the work that may use it
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.find(ptr);
+    if (it == allocations_.end())
+      return err("free of 0x" + llvm::utohexstr(ptr) +
+                 ", which is not an allocation");
+    std::free(it->second.base);
+    allocated_ -= it->second.padded;
+    allocations_.erase(it);
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<StreamHandle> createStream() override {
+    return toHandle(streams_.createStream());
+  }
+  llvm::Error destroyStream(StreamHandle) override {
+    return llvm::Error::success(); // workers live as long as the driver
+  }
+  llvm::Expected<EventHandle> createEvent() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::make_unique<HostEvent>());
+    return events_.back().get();
+  }
+  llvm::Error destroyEvent(EventHandle) override {
+    return llvm::Error::success(); // freed with the driver
+  }
+  llvm::Error record(EventHandle e, StreamHandle s) override {
+    streams_.record(*static_cast<HostEvent *>(e), toIndex(s));
+    return llvm::Error::success();
+  }
+  llvm::Error wait(StreamHandle s, EventHandle e) override {
+    streams_.wait(toIndex(s), *static_cast<HostEvent *>(e));
+    return llvm::Error::success();
+  }
+  llvm::Error synchronize(StreamHandle) override {
+    return streams_.synchronize();
+  }
+
+  llvm::Error copyToDevice(DevicePtr dst, const void *src, int64_t bytes,
+                           StreamHandle s) override {
+    if (auto e = checkRange(dst, bytes, "copy to device"))
+      return e;
+    return enqueue(s, "copy to device", [=] {
+      std::memcpy(reinterpret_cast<void *>(dst), src, size_t(bytes));
+    });
+  }
+  llvm::Error copyToHost(void *dst, DevicePtr src, int64_t bytes,
+                         StreamHandle s) override {
+    if (auto e = checkRange(src, bytes, "copy to host"))
+      return e;
+    return enqueue(s, "copy to host", [=] {
+      std::memcpy(dst, reinterpret_cast<const void *>(src), size_t(bytes));
+    });
+  }
+  llvm::Error copyOnDevice(DevicePtr dst, DevicePtr src, int64_t bytes,
+                           StreamHandle s) override {
+    if (auto e = checkRange(dst, bytes, "copy on device"))
+      return e;
+    if (auto e = checkRange(src, bytes, "copy on device"))
+      return e;
+    return enqueue(s, "copy on device", [=] {
+      std::memmove(reinterpret_cast<void *>(dst),
+                   reinterpret_cast<const void *>(src), size_t(bytes));
+    });
+  }
+  llvm::Error fill(DevicePtr dst, uint8_t value, int64_t bytes,
+                   StreamHandle s) override {
+    if (auto e = checkRange(dst, bytes, "fill"))
+      return e;
+    return enqueue(s, "fill", [=] {
+      std::memset(reinterpret_cast<void *>(dst), value, size_t(bytes));
+    });
+  }
+  llvm::Error launchHost(std::function<llvm::Error()> fn,
+                         StreamHandle s) override {
+    streams_.push(toIndex(s), std::move(fn));
+    return llvm::Error::success();
+  }
+
+  llvm::Expected<std::unique_ptr<Module>>
+  loadModule(llvm::StringRef source, llvm::StringRef name) override {
+    std::vector<std::string> names = kernelNames(source);
+    if (names.empty())
+      return err(name + " has no kernel (extern \"C\" __global__ void ...)");
+    std::string text = kSimtHeader;
+    text += "#line 1 \"" + name.str() + "\"\n" + source.str() + "\n";
+    for (const std::string &k : names)
+      text += "extern \"C\" void *strata_simt_entry_" + k +
+              "(int op, const strata_simt::Launch *l, void **p, void *a) "
+              "{ return strata_simt::entry(&" +
+              k + ", op, l, p, a); }\n";
+    auto lib = buildSharedLibrary(text, kFlags, "interpret");
+    if (!lib)
+      return err(name + ": " + llvm::toString(lib.takeError()));
+    // Never closed: kernels may be queued when the module goes.
+    void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle)
+      return err("cannot load " + *lib + " (" + dlerror() + ")");
+    bool fibers = source.contains("__syncthreads") ||
+                  source.contains("__shfl") || source.contains("__syncwarp");
+    auto module = std::make_unique<InterpretModule>();
+    for (const std::string &k : names) {
+      auto entry = reinterpret_cast<EntryFn>(
+          dlsym(handle, ("strata_simt_entry_" + k).c_str()));
+      if (!entry)
+        return err(*lib + " has no entry point for kernel " + k);
+      module->kernels[k] = Kernel{k, entry, fibers};
+    }
+    return std::unique_ptr<Module>(std::move(module));
+  }
+
+  llvm::Expected<Function> function(Module &m,
+                                    llvm::StringRef kernel) override {
+    auto &im = static_cast<InterpretModule &>(m);
+    auto it = im.kernels.find(kernel);
+    if (it == im.kernels.end())
+      return err("the module has no kernel " + kernel);
+    return &it->second;
+  }
+
+  llvm::Error launch(Function f, Dim3 grid, Dim3 block, unsigned sharedBytes,
+                     StreamHandle s, void **params) override {
+    const Kernel &k = *static_cast<const Kernel *>(f);
+    if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z ||
+        block.x * block.y * block.z > 1024)
+      return err("kernel " + k.name + ": invalid launch (grid " + dims(grid) +
+                 ", block " + dims(block) + "; blocks hold 1 to 1024 threads)");
+    void *packed = k.entry(0, nullptr, params, nullptr);
+    streams_.push(toIndex(s), [this, &k, grid, block, packed] {
+      char error[512] = {0};
+      SimtLaunch l{grid, block, k.fibers, error};
+      k.entry(1, &l, nullptr, packed);
+      k.entry(2, nullptr, nullptr, packed);
+      if (error[0])
+        return err("kernel " + k.name + ": " + error);
+      return checkGuards("kernel " + k.name);
+    });
+    return llvm::Error::success();
+  }
+
+private:
+  struct Allocation {
+    char *base;
+    int64_t bytes, padded;
+  };
+
+  static StreamHandle toHandle(int32_t index) {
+    return reinterpret_cast<StreamHandle>(intptr_t(index) + 1);
+  }
+  static int32_t toIndex(StreamHandle s) {
+    return s ? int32_t(reinterpret_cast<intptr_t>(s) - 1) : 0;
+  }
+  static std::string dims(Dim3 d) {
+    return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" +
+           std::to_string(d.z);
+  }
+
+  /// [ptr, ptr + bytes) must lie in one allocation.
+  llvm::Error checkRange(DevicePtr ptr, int64_t bytes, const char *what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocations_.upper_bound(ptr);
+    if (it != allocations_.begin()) {
+      --it;
+      if (ptr >= it->first &&
+          ptr + uint64_t(bytes) <= it->first + uint64_t(it->second.bytes))
+        return llvm::Error::success();
+    }
+    return err(llvm::Twine(what) + " of " + llvm::Twine(bytes) +
+               " bytes at 0x" + llvm::utohexstr(ptr) +
+               " is outside every device allocation");
+  }
+
+  llvm::Error enqueue(StreamHandle s, const char *what,
+                      std::function<void()> fn) {
+    streams_.push(toIndex(s), [this, what, fn = std::move(fn)] {
+      fn();
+      return checkGuards(what);
+    });
+    return llvm::Error::success();
+  }
+
+  /// Every allocation's guard bytes are intact after `what`.
+  llvm::Error checkGuards(const std::string &what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto &[ptr, a] : allocations_) {
+      const char *data = a.base + kGuard;
+      for (int64_t i = 0; i < kGuard; ++i)
+        if (uint8_t(a.base[i]) != kGuardByte)
+          return guardError(what, a, i - kGuard);
+      for (int64_t i = a.bytes; i < a.padded + kGuard; ++i)
+        if (uint8_t(data[i]) != kGuardByte)
+          return guardError(what, a, i);
+    }
+    return llvm::Error::success();
+  }
+
+  static llvm::Error guardError(const std::string &what, Allocation &a,
+                                int64_t offset) {
+    llvm::Error e =
+        err(what + " wrote out of bounds: byte " + llvm::Twine(offset) +
+            " of an allocation of " + llvm::Twine(a.bytes) + " bytes at 0x" +
+            llvm::utohexstr(DevicePtr(a.base + kGuard)));
+    std::memset(a.base, kGuardByte, size_t(kGuard)); // report it once
+    std::memset(a.base + kGuard + a.bytes, kGuardByte,
+                size_t(a.padded - a.bytes + kGuard));
+    return e;
+  }
+
+  DeviceInfo info_;
+  HostStreams streams_;
+  std::mutex mu_;
+  std::map<DevicePtr, Allocation> allocations_;
+  int64_t allocated_ = 0;
+  std::vector<std::unique_ptr<HostEvent>> events_;
+};
+
+} // namespace
+
+std::unique_ptr<Driver> makeInterpretDriver(int64_t capacityBytes) {
+  return std::make_unique<InterpretDriver>(capacityBytes);
+}
+
+} // namespace strata::cuda

@@ -1,0 +1,203 @@
+//===- CudaDeviceTest.cpp - The CUDA device in interpret mode -------------===//
+//
+// CudaDevice over the emulated driver: the Device interface's promises
+// (stream order, events ordering another stream, copies, fill, the
+// runtime's accumulate and scale kernels, host work, errors surfacing at
+// synchronize), and every fused kernel codegen renders for CUDA for the
+// example models (elementwise, row, column-sum kernels; dropout included)
+// against the same body run by the CPU device's reference kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/interpret/InterpretDriver.h"
+
+#include "codegen/KernelPlan.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "test/codegen/RunOnCpu.h"
+#include "test/codegen/TestGraphs.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace strata {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<CudaDevice> interpretDevice() {
+  auto d = CudaDevice::create(cuda::makeInterpretDriver());
+  EXPECT_TRUE(bool(d)) << llvm::toString(d.takeError());
+  return d ? std::move(*d) : nullptr;
+}
+
+template <typename T>
+std::vector<T> toHost(Device &d, const void *p, size_t n) {
+  std::vector<T> host(n);
+  d.copyToHost(host.data(), p, int64_t(n * sizeof(T)));
+  EXPECT_FALSE(bool(d.synchronize()));
+  return host;
+}
+
+TEST(CudaInterpret, StreamsEventsCopiesAndRuntimeKernels) {
+  auto d = interpretDevice();
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->name(), "cuda-interpret:0");
+  EXPECT_FALSE(d->isHostMemory());
+  const int n = 1000;
+  std::vector<float> a(n), b(n);
+  for (int i = 0; i < n; ++i)
+    a[i] = float(i) * 0.25f, b[i] = 1.0f - float(i);
+  void *da = d->allocate(n * 4), *db = d->allocate(n * 4),
+       *dc = d->allocate(n * 4);
+  d->copyFromHost(da, a.data(), n * 4);
+  d->copyFromHost(db, b.data(), n * 4);
+  d->accumulate(da, db, n); // a += b
+  d->scale(da, n, 0.5f);    // a *= 0.5
+  // Stream 1 copies a once stream 0's work (behind a slow host task) is
+  // done: the event orders it.
+  StreamId copies = d->createStream();
+  auto done = d->createEvent();
+  std::atomic<bool> slowDone{false};
+  d->enqueueHost([&] {
+    std::this_thread::sleep_for(30ms);
+    slowDone = true;
+    return llvm::Error::success();
+  });
+  d->record(*done, kDefaultStream);
+  d->wait(copies, *done);
+  d->copy(dc, da, n * 4, copies);
+  d->enqueueHost(
+      [&] {
+        EXPECT_TRUE(slowDone.load());
+        return llvm::Error::success();
+      },
+      copies);
+  std::vector<float> got = toHost<float>(*d, dc, n);
+  for (int i = 0; i < n; ++i)
+    EXPECT_EQ(got[i], (a[i] + b[i]) * 0.5f) << i;
+  d->fill(dc, 8, 0);
+  EXPECT_EQ(toHost<float>(*d, dc, 2), (std::vector<float>{0, 0}));
+  for (void *p : {da, db, dc})
+    d->deallocate(p);
+}
+
+TEST(CudaInterpret, AFailedHostTaskIsReportedAtSynchronize) {
+  auto d = interpretDevice();
+  ASSERT_TRUE(d);
+  d->enqueueHost([] {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "boom");
+  });
+  llvm::Error e = d->synchronize();
+  ASSERT_TRUE(bool(e));
+  EXPECT_EQ(llvm::toString(std::move(e)), "boom");
+  EXPECT_FALSE(bool(d->synchronize())); // reported once
+}
+
+/// Runs fused node `n` of `g` on `d` from module `m`, host tensors in/out.
+std::vector<HostTensor> runFused(CudaDevice &d, const KernelModule *m,
+                                 const Graph &g, const Node &n,
+                                 llvm::ArrayRef<HostTensor> inputs,
+                                 const LaunchContext &base) {
+  std::vector<void *> buffers;
+  std::vector<const void *> ops;
+  for (const HostTensor &t : inputs) {
+    void *p = d.allocate(std::max<int64_t>(t.type().bytes(), 1));
+    d.copyFromHost(p, t.raw(), t.type().bytes());
+    buffers.push_back(p);
+    ops.push_back(p);
+  }
+  std::vector<void *> res;
+  for (ValueId r : n.results) {
+    res.push_back(d.allocate(std::max<int64_t>(g.type(r).bytes(), 1)));
+    buffers.push_back(res.back());
+  }
+  LaunchContext ctx = base;
+  ctx.module = m;
+  d.launch(g, n, ops, res, ctx);
+  std::vector<HostTensor> out;
+  for (size_t k = 0; k < res.size(); ++k) {
+    out.emplace_back(g.type(n.results[k]));
+    d.copyToHost(out.back().raw(), res[k], out.back().type().bytes());
+  }
+  llvm::Error e = d.synchronize();
+  for (void *p : buffers)
+    d.deallocate(p);
+  if (e) {
+    ADD_FAILURE() << llvm::toString(std::move(e));
+    return {};
+  }
+  return out;
+}
+
+struct ModelCase {
+  const char *name;
+  pb::ModelSpec (*spec)();
+};
+
+class CudaFused : public testing::TestWithParam<ModelCase> {};
+
+// Every fused kernel without a matmul (the backend's GEMMs come later)
+// against its body on the CPU reference kernels. 1e-5 relative: the
+// kernels and the reference round the same f32 operations in different
+// orders (row sums in f64 on both) and use different exp/log/tanh
+// implementations (each within a few ulp).
+TEST_P(CudaFused, EveryKernelMatchesItsBodyOnTheCpu) {
+  Graph g = test::microbatchOf(GetParam().spec());
+  ASSERT_TRUE(fuseGraph(g));
+  auto d = interpretDevice();
+  ASSERT_TRUE(d);
+  auto module = d->prepare(g);
+  ASSERT_TRUE(bool(module)) << llvm::toString(module.takeError());
+  std::mt19937 rng(42);
+  LaunchContext ctx;
+  ctx.seed = 1234;
+  ctx.step = 7;
+  int checked = 0;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Fused || !d->supports(g, n))
+      continue;
+    ++checked;
+    std::vector<HostTensor> inputs;
+    for (ValueId v : n.operands)
+      inputs.push_back(test::randomTensor(g.type(v), rng));
+    std::vector<HostTensor> got =
+        runFused(*d, module->get(), g, n, inputs, ctx);
+    std::vector<HostTensor> want = test::runOnCpu(*n.body, inputs, ctx);
+    ASSERT_EQ(got.size(), want.size()) << n.scope;
+    for (size_t r = 0; r < got.size(); ++r)
+      for (int64_t i = 0; i < got[r].numElements(); ++i) {
+        double w = want[r].get(i), x = got[r].get(i);
+        ASSERT_LE(std::abs(x - w), 1e-5 * std::max(1.0, std::abs(w)))
+            << "kernel " << n.attrs.getString("kernel") << " (" << n.scope
+            << ") result " << r << " element " << i << ": cuda-interpret " << x
+            << ", cpu " << w;
+      }
+  }
+  EXPECT_GT(checked, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, CudaFused,
+    testing::Values(
+        ModelCase{"gpt_tiny", [] { return test::exampleSpec("gpt_tiny"); }},
+        ModelCase{"llama_tiny", [] { return test::exampleSpec("llama_tiny"); }},
+        ModelCase{"gpt_block_dropout",
+                  [] { return test::specFromText(test::kGptBlockSpec); }}),
+    [](const auto &info) { return std::string(info.param.name); });
+
+TEST(CudaReal, WithoutADriverTheErrorSaysWhatIsMissing) {
+  auto d = cuda::openRealDriver(0);
+  if (d)
+    GTEST_SKIP() << "a CUDA driver and device are present (label gpu tests "
+                    "cover them)";
+  std::string e = llvm::toString(d.takeError());
+  EXPECT_TRUE(e.find("libcuda.so.1") != std::string::npos ||
+              e.find("cuInit") != std::string::npos)
+      << e;
+}
+
+} // namespace
+} // namespace strata
