@@ -23,10 +23,13 @@ renderLibrary(llvm::ArrayRef<TaggedProgram> programs, Target target) {
             "program " + p.tag + ", kernel " + n.attrs.getString("kernel") +
                 " (" + n.scope + "): " + toString(plan.takeError()));
       plan->name = p.tag + "_" + plan->name;
-      lib.entries.push_back(
-          {p.tag, n.attrs.getString("kernel"), plan->name, n.scope});
+      KernelEntry &e = lib.entries.emplace_back();
+      e.program = p.tag;
+      e.kernel = n.attrs.getString("kernel");
+      e.symbol = plan->name;
+      e.scope = n.scope;
       if (target == Target::Cuda)
-        lib.entries.back().launch = cudaLaunchOf(*plan);
+        e.launch = cudaLaunchOf(*plan);
       plans.push_back(std::move(*plan));
     }
   KernelSource source = renderKernels(plans, target);

@@ -1,21 +1,114 @@
 //===- NvrtcCompiler.cpp - CUDA C source to cubin with NVRTC --------------===//
+//
+// NVRTC is loaded with dlopen on first use, so strata links and runs on
+// machines without it and takes the NVRTC of the machine it runs on; the
+// header gives the types only. Search order: $STRATA_NVRTC (a path), then
+// the sonames of CUDA 13, 12 and 11.2 through the dynamic loader's paths,
+// then the toolkit's lib directory found at configure time and
+// /usr/local/cuda/lib64.
+//
+//===----------------------------------------------------------------------===//
 #include "codegen/NvrtcCompiler.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
+
+#include <cstdlib>
 
 namespace strata::codegen {
 
 namespace {
+
+// The NVRTC entry points strata uses.
+struct Nvrtc {
+#define STRATA_NVRTC_FN(fn) decltype(&::fn) fn = nullptr;
+  STRATA_NVRTC_FN(nvrtcGetErrorString)
+  STRATA_NVRTC_FN(nvrtcVersion)
+  STRATA_NVRTC_FN(nvrtcGetNumSupportedArchs)
+  STRATA_NVRTC_FN(nvrtcGetSupportedArchs)
+  STRATA_NVRTC_FN(nvrtcCreateProgram)
+  STRATA_NVRTC_FN(nvrtcDestroyProgram)
+  STRATA_NVRTC_FN(nvrtcCompileProgram)
+  STRATA_NVRTC_FN(nvrtcGetCUBINSize)
+  STRATA_NVRTC_FN(nvrtcGetCUBIN)
+  STRATA_NVRTC_FN(nvrtcGetProgramLogSize)
+  STRATA_NVRTC_FN(nvrtcGetProgramLog)
+#undef STRATA_NVRTC_FN
+  std::string path; ///< the library loaded
+  std::string why;  ///< why none was, if so
+
+  Nvrtc() {
+    std::vector<std::string> tries;
+    if (const char *env = std::getenv("STRATA_NVRTC"); env && *env)
+      tries.push_back(env);
+    const char *sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12",
+                             "libnvrtc.so.11.2", "libnvrtc.so"};
+    for (const char *so : sonames)
+      tries.push_back(so);
+    for (std::string dir : {std::string(STRATA_NVRTC_DIR),
+                            std::string("/usr/local/cuda/lib64")})
+      if (!dir.empty())
+        for (const char *so : sonames)
+          tries.push_back(dir + "/" + so);
+    void *lib = nullptr;
+    for (const std::string &t : tries)
+      if ((lib = dlopen(t.c_str(), RTLD_NOW | RTLD_LOCAL))) {
+        path = t;
+        break;
+      }
+    if (!lib) {
+      why = "NVRTC not found (tried " + llvm::join(tries, ", ") +
+            "; install the CUDA toolkit's NVRTC or set STRATA_NVRTC to its "
+            "libnvrtc.so)";
+      return;
+    }
+    bool ok = true;
+    auto get = [&](auto &fn, const char *symbol) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(lib, symbol));
+      ok &= fn != nullptr;
+    };
+    get(nvrtcGetErrorString, "nvrtcGetErrorString");
+    get(nvrtcVersion, "nvrtcVersion");
+    get(nvrtcGetNumSupportedArchs, "nvrtcGetNumSupportedArchs");
+    get(nvrtcGetSupportedArchs, "nvrtcGetSupportedArchs");
+    get(nvrtcCreateProgram, "nvrtcCreateProgram");
+    get(nvrtcDestroyProgram, "nvrtcDestroyProgram");
+    get(nvrtcCompileProgram, "nvrtcCompileProgram");
+    get(nvrtcGetCUBINSize, "nvrtcGetCUBINSize");
+    get(nvrtcGetCUBIN, "nvrtcGetCUBIN");
+    get(nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize");
+    get(nvrtcGetProgramLog, "nvrtcGetProgramLog");
+    if (!ok)
+      why = path + " lacks an NVRTC entry point strata needs (NVRTC 11.2 "
+                   "or newer is)";
+  }
+};
+
+const Nvrtc &nvrtc() {
+  static const Nvrtc lib;
+  return lib;
+}
+
 llvm::Error nvrtcError(nvrtcResult r, const llvm::Twine &what,
                        const std::string &log = "") {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "nvrtc: " + what + ": " +
-                                     nvrtcGetErrorString(r) +
+                                     nvrtc().nvrtcGetErrorString(r) +
                                      (log.empty() ? "" : "\n" + log));
 }
+
 } // namespace
+
+llvm::Error nvrtcAvailable() {
+  if (nvrtc().why.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 nvrtc().why);
+}
 
 llvm::Expected<std::string> compileCubin(llvm::StringRef source, int arch,
                                          llvm::StringRef fileName) {
@@ -29,35 +122,38 @@ llvm::Expected<CubinAndLog>
 compileCubinWithLog(llvm::StringRef source, int arch,
                     llvm::ArrayRef<std::string> extraOptions,
                     llvm::StringRef fileName) {
+  if (auto e = nvrtcAvailable())
+    return e;
+  const Nvrtc &api = nvrtc();
   nvrtcProgram prog;
   std::string src = source.str(), file = fileName.str();
-  if (nvrtcResult r = nvrtcCreateProgram(&prog, src.c_str(), file.c_str(), 0,
+  if (nvrtcResult r = api.nvrtcCreateProgram(&prog, src.c_str(), file.c_str(), 0,
                                          nullptr, nullptr);
       r != NVRTC_SUCCESS)
     return nvrtcError(r, "creating the program");
-  auto destroy = llvm::make_scope_exit([&] { nvrtcDestroyProgram(&prog); });
+  auto destroy = llvm::make_scope_exit([&] { api.nvrtcDestroyProgram(&prog); });
   // sm_XX (not compute_XX): NVRTC emits SASS, which an older driver runs;
   // a newer NVRTC's PTX it could not JIT.
   std::string archOpt = "--gpu-architecture=sm_" + std::to_string(arch);
   std::vector<const char *> opts = {archOpt.c_str(), "--std=c++17"};
   for (const std::string &o : extraOptions)
     opts.push_back(o.c_str());
-  nvrtcResult r = nvrtcCompileProgram(prog, int(opts.size()), opts.data());
+  nvrtcResult r = api.nvrtcCompileProgram(prog, int(opts.size()), opts.data());
   size_t size = 0;
-  nvrtcGetProgramLogSize(prog, &size);
+  api.nvrtcGetProgramLogSize(prog, &size);
   std::string log(size, '\0');
   if (size)
-    nvrtcGetProgramLog(prog, log.data());
+    api.nvrtcGetProgramLog(prog, log.data());
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
     log.pop_back();
   if (r != NVRTC_SUCCESS)
     return nvrtcError(r, "compiling " + file + " for sm_" + llvm::Twine(arch),
                       log);
-  if (nvrtcResult e = nvrtcGetCUBINSize(prog, &size); e != NVRTC_SUCCESS)
+  if (nvrtcResult e = api.nvrtcGetCUBINSize(prog, &size); e != NVRTC_SUCCESS)
     return nvrtcError(e, "getting the cubin size");
   CubinAndLog out;
   out.cubin.assign(size, '\0');
-  if (nvrtcResult e = nvrtcGetCUBIN(prog, out.cubin.data()); e != NVRTC_SUCCESS)
+  if (nvrtcResult e = api.nvrtcGetCUBIN(prog, out.cubin.data()); e != NVRTC_SUCCESS)
     return nvrtcError(e, "getting the cubin");
   out.log = std::move(log);
   return out;
@@ -112,18 +208,22 @@ parsePtxasReport(llvm::StringRef log) {
 }
 
 std::vector<int> nvrtcSupportedArchs() {
+  if (!nvrtc().why.empty())
+    return {};
   int n = 0;
-  if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS)
+  if (nvrtc().nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS)
     return {};
   std::vector<int> archs(n);
-  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS)
+  if (nvrtc().nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS)
     return {};
   return archs;
 }
 
 std::string nvrtcVersion() {
+  if (!nvrtc().why.empty())
+    return "none";
   int major = 0, minor = 0;
-  ::nvrtcVersion(&major, &minor);
+  nvrtc().nvrtcVersion(&major, &minor);
   return std::to_string(major) + "." + std::to_string(minor);
 }
 

@@ -1,6 +1,8 @@
 //===- NvrtcCompiler.h - CUDA C source to cubin with NVRTC ----------------===//
 //
-// Built only when the CUDA toolkit is found (STRATA_HAVE_NVRTC). Compiling
+// Built only when the CUDA toolkit's headers are found (STRATA_HAVE_NVRTC);
+// the library itself is loaded at run time (NvrtcCompiler.cpp), and every
+// call fails with nvrtcAvailable()'s reason where it is missing. Compiling
 // needs no GPU: NVRTC emits SASS for a named architecture, so the default
 // tests compile every generated kernel for sm_80 (A100) and sm_90 (H100).
 // Numerics follow the CPU renderer: no --use_fast_math, FMA contraction on
@@ -53,10 +55,14 @@ struct KernelResources {
 llvm::Expected<std::vector<KernelResources>>
 parsePtxasReport(llvm::StringRef log);
 
-/// The sm_<arch> values this NVRTC can target, ascending.
+/// Success if NVRTC was loaded, else why not (what was tried, how to fix).
+llvm::Error nvrtcAvailable();
+
+/// The sm_<arch> values this NVRTC can target, ascending (none without
+/// NVRTC).
 std::vector<int> nvrtcSupportedArchs();
 
-/// NVRTC's version as "major.minor".
+/// NVRTC's version as "major.minor" ("none" without NVRTC).
 std::string nvrtcVersion();
 
 } // namespace strata::codegen

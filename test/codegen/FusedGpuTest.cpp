@@ -107,6 +107,8 @@ protected:
     std::string why = cu.load();
     if (!why.empty())
       GTEST_SKIP() << "skipping GPU test: " << why;
+    if (auto e = codegen::nvrtcAvailable())
+      GTEST_SKIP() << "skipping GPU test: " << toString(std::move(e));
     int count = 0;
     if (CUresult r = cu.cuInit(0); r != CUDA_SUCCESS)
       GTEST_SKIP() << "skipping GPU test: cuInit failed (" << cu.error(r)

@@ -1,6 +1,7 @@
 //===- NvrtcTest.cpp - Every fused CUDA kernel of the examples compiles ---===//
 //
-// No GPU needed: NVRTC emits SASS for a named architecture. For each example
+// No GPU needed: NVRTC emits SASS for a named architecture. Skipped, saying
+// why, only where libnvrtc cannot be loaded. For each example
 // model (graphs carry shapes only, so gpt2_124m costs nothing to build), the
 // microbatch graph is fused and all its kernels compile as one program per
 // architecture, sm_80 and sm_90; the cubin must be non-empty and define
@@ -21,6 +22,8 @@ namespace {
 class NvrtcModel : public testing::TestWithParam<const char *> {};
 
 TEST_P(NvrtcModel, EveryFusedKernelCompilesForSm80AndSm90) {
+  if (auto e = codegen::nvrtcAvailable())
+    GTEST_SKIP() << toString(std::move(e));
   std::vector<int> archs = codegen::nvrtcSupportedArchs();
   Graph g = test::microbatchOf(test::exampleSpec(GetParam()));
   ASSERT_TRUE(fuseGraph(g));
@@ -54,6 +57,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, NvrtcModel,
 // The row kernels of every row op (test::kRowOpsIR), f32 and f64: each with
 // its second kernel (NAME_sums) where it has column sums.
 TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
+  if (auto e = codegen::nvrtcAvailable())
+    GTEST_SKIP() << toString(std::move(e));
   for (const char *dtype : {"f32", "f64"}) {
     auto g = parseGraph(test::withDType(test::kRowOpsIR, dtype), "row_ops");
     ASSERT_TRUE(bool(g)) << toString(g.takeError());
@@ -74,15 +79,18 @@ TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
     ASSERT_TRUE(bool(cubin)) << toString(cubin.takeError()) << source.text;
     for (size_t k = 0; k < plans.size(); ++k) {
       EXPECT_NE(cubin->find(source.symbols[k] + '\0'), std::string::npos);
-      if (plans[k].isRowKernel() && !plans[k].sums.empty())
+      if (!plans[k].sums.empty()) {
         EXPECT_NE(cubin->find(source.symbols[k] + "_sums" + '\0'),
                   std::string::npos)
             << dtype << " " << source.symbols[k];
+      }
     }
   }
 }
 
 TEST(Nvrtc, ErrorsCarryTheLog) {
+  if (auto e = codegen::nvrtcAvailable())
+    GTEST_SKIP() << toString(std::move(e));
   auto cubin = codegen::compileCubin(
       "extern \"C\" __global__ void k() { oops; }", 90, "bad.cu");
   ASSERT_FALSE(bool(cubin));
