@@ -381,11 +381,12 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
                    "optimizer", "program");
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
   const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
-  HostTensor lrIn(r.lr.type()), stepIn(r.stepCount.type());
-  lrIn.set(0, lr);
-  stepIn.set(0, double(step_ + 1));
-  r.lr.fromHost(lrIn);
-  r.stepCount.fromHost(stepIn);
+  r.lrHost = HostTensor(r.lr.type());
+  r.stepHost = HostTensor(r.stepCount.type());
+  r.lrHost.set(0, lr);
+  r.stepHost.set(0, double(step_ + 1));
+  r.lr.fromHost(r.lrHost);
+  r.stepCount.fromHost(r.stepHost);
   std::vector<const void *> ins;
   for (size_t i = 0; i < b.inputs.size(); ++i) {
     const Binding &x = b.inputs[i];
@@ -428,16 +429,17 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
     staged.emplace_back(&stage, &it->second);
     bound.push_back(stage.data());
   }
+  // Enqueued: runStreams waits for the rank's stream at the step's end.
   std::vector<void *> outs;
-  if (auto e =
-          r.opt->run(ins, bound, r.workspace, outs, group_.context(local, {})))
+  if (auto e = r.opt->enqueue(ins, bound, r.workspace, outs,
+                              group_.context(local, {})))
     return e;
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)
       r.messagesHeld += g.type(n.operands[0]).bytes();
   for (auto &[from, to] : staged)
     r.device->copy(to->data(), from->data(), to->bytes());
-  return r.device->synchronize();
+  return llvm::Error::success();
 }
 
 llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,

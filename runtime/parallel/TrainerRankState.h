@@ -31,6 +31,8 @@ struct Trainer::RankState {
   /// The head's loss of each microbatch, and the optimizer's scalars: read
   /// back (losses, norm) or written (lr, step) once per step.
   DeviceBuffer losses, lr, stepCount, norm;
+  /// The host side of lr and step: it outlives their enqueued copies.
+  HostTensor lrHost, stepHost;
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
   /// Parameters whose gradient buffer a B program wrote this step.
   llvm::StringSet<> gradsWritten;
