@@ -2,10 +2,12 @@
 #include "runtime/cuda/CudaDevice.h"
 
 #include "codegen/Renderer.h"
+#include "ir/Op.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace strata {
 
@@ -25,15 +27,19 @@ struct CudaEvent : Event {
   ~CudaEvent() override { llvm::consumeError(driver->destroyEvent(handle)); }
 };
 
-/// A fused node's kernel: its plan and launch contract (codegen/Renderer.h).
-struct FusedKernel {
+/// A kernel codegen rendered: its plan and launch contract
+/// (codegen/Renderer.h), and for a single op, which of the node's operands
+/// each body input is (a fused node's body inputs are its operands).
+struct GeneratedKernel {
   codegen::KernelPlan plan;
   codegen::CudaLaunch launch;
   cuda::Function main = nullptr, sums = nullptr;
+  std::vector<size_t> operandOfInput;
 };
 
-/// The kernels of one graph's fused nodes, by body, and the workspace of
-/// their column sums (the graph's launches run in stream order).
+/// The generated kernels of one graph: fused nodes by body, other nodes by
+/// node; and the workspace of their column sums (the graph's launches run
+/// in stream order).
 class CudaKernelModule : public KernelModule {
 public:
   ~CudaKernelModule() override {
@@ -42,21 +48,62 @@ public:
   }
   cuda::Driver *driver = nullptr;
   std::unique_ptr<cuda::Module> module;
-  std::map<const Graph *, FusedKernel> kernels;
+  std::map<const void *, GeneratedKernel> kernels;
+  std::vector<std::shared_ptr<Graph>> singleOpBodies;
   cuda::DevicePtr partial = 0;
+  int64_t partialDoubles = 0;
 };
 
-/// Whether the CUDA backend has a kernel for fused node `node` today: a
-/// plan without an anchor matmul (cuBLASLt comes later).
-bool fusedSupported(const Node &node) {
-  if (!node.body)
-    return false;
-  auto plan = codegen::planKernel(*node.body);
+/// Node `n` of `g` alone as a kernel body, named `name`: its distinct
+/// operands as inputs, its results as outputs. `operandOfInput` receives
+/// the operand position of each input.
+std::shared_ptr<Graph> singleOpBody(const Graph &g, const Node &n,
+                                    const std::string &name,
+                                    std::vector<size_t> &operandOfInput) {
+  auto body = std::make_shared<Graph>();
+  body->name = name;
+  llvm::SmallVector<ValueId, 4> operands;
+  llvm::SmallVector<ValueId, 4> seen;
+  for (size_t k = 0; k < n.operands.size(); ++k) {
+    ValueId v = n.operands[k];
+    auto at = llvm::find(seen, v);
+    if (at != seen.end()) {
+      operands.push_back(body->inputs()[at - seen.begin()]);
+      continue;
+    }
+    seen.push_back(v);
+    operandOfInput.push_back(k);
+    operands.push_back(body->addInput(g.value(v).name, g.type(v)));
+  }
+  llvm::SmallVector<TensorType, 2> types;
+  llvm::SmallVector<std::string, 2> names;
+  for (ValueId r : n.results) {
+    types.push_back(g.type(r));
+    names.push_back(g.value(r).name);
+  }
+  int32_t b = body->addNode(n.op, operands, types, n.attrs, n.scope, names);
+  body->setOutputs(body->node(b).results);
+  return body;
+}
+
+/// A plan of `body` the CUDA backend runs today: none with an anchor
+/// matmul (cuBLASLt comes later).
+std::optional<codegen::KernelPlan> cudaPlan(const Graph &body) {
+  auto plan = codegen::planKernel(body);
   if (!plan) {
     llvm::consumeError(plan.takeError());
-    return false;
+    return std::nullopt;
   }
-  return plan->anchor < 0;
+  if (plan->anchor >= 0)
+    return std::nullopt;
+  return std::move(*plan);
+}
+
+/// Ops whose kernel depends on the launch's rank or on communicators.
+bool rankDependent(OpKind op) {
+  return isCollective(op) || op == OpKind::ShardSlice ||
+         op == OpKind::PickLabel || op == OpKind::OneHot ||
+         op == OpKind::Dropout || op == OpKind::DropoutGrad;
 }
 
 } // namespace
@@ -95,53 +142,76 @@ std::string CudaDevice::name() const {
 }
 
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
-  return node.op == OpKind::Fused && fusedSupported(node);
+  if (node.op == OpKind::Fused)
+    return node.body && cudaPlan(*node.body).has_value();
+  if (node.op == OpKind::Reshape)
+    return true; // a view
+  if (rankDependent(node.op) && g.mesh)
+    return false; // their offsets come with the launch (not yet here)
+  std::vector<size_t> inputs;
+  return cudaPlan(*singleOpBody(g, node, "probe", inputs)).has_value();
 }
 
 llvm::Expected<std::unique_ptr<KernelModule>>
 CudaDevice::prepare(const Graph &g) {
-  std::vector<const Graph *> bodies;
-  std::vector<codegen::KernelPlan> plans;
+  auto m = std::make_unique<CudaKernelModule>();
+  m->driver = driver_.get();
+  std::vector<const void *> keys;
+  std::vector<GeneratedKernel> kernels;
   for (const Node &n : g.nodes()) {
-    if (n.op != OpKind::Fused || !n.body ||
-        llvm::is_contained(bodies, n.body.get()))
+    GeneratedKernel k;
+    const void *key = &n;
+    if (n.op == OpKind::Fused) {
+      key = n.body.get();
+      if (!n.body || llvm::is_contained(keys, key))
+        continue;
+      auto plan = codegen::planKernel(*n.body);
+      if (!plan)
+        return plan.takeError();
+      k.plan = std::move(*plan);
+    } else if (n.op != OpKind::Reshape && supports(g, n)) {
+      std::string name = "op" + std::to_string(&n - g.nodes().data()) + "_" +
+                         opName(n.op).str();
+      m->singleOpBodies.push_back(singleOpBody(g, n, name, k.operandOfInput));
+      auto plan = codegen::planKernel(*m->singleOpBodies.back());
+      if (!plan)
+        return plan.takeError();
+      k.plan = std::move(*plan);
+    } else {
       continue;
-    auto plan = codegen::planKernel(*n.body);
-    if (!plan)
-      return plan.takeError();
-    bodies.push_back(n.body.get());
-    plans.push_back(std::move(*plan));
+    }
+    keys.push_back(key);
+    kernels.push_back(std::move(k));
   }
-  if (plans.empty())
+  if (kernels.empty())
     return nullptr;
+  std::vector<codegen::KernelPlan> plans;
+  for (const GeneratedKernel &k : kernels)
+    plans.push_back(k.plan);
   codegen::KernelSource source =
       codegen::renderKernels(plans, codegen::Target::Cuda);
   auto module = driver_->loadModule(source.text, "@" + g.name + " kernels");
   if (!module)
     return module.takeError();
-  auto m = std::make_unique<CudaKernelModule>();
-  m->driver = driver_.get();
   m->module = std::move(*module);
-  int64_t partialDoubles = 0;
-  for (size_t k = 0; k < plans.size(); ++k) {
-    FusedKernel f;
-    f.launch = codegen::cudaLaunchOf(plans[k]);
-    auto main = driver_->function(*m->module, source.symbols[k]);
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    GeneratedKernel &k = kernels[i];
+    k.launch = codegen::cudaLaunchOf(k.plan);
+    auto main = driver_->function(*m->module, source.symbols[i]);
     if (!main)
       return main.takeError();
-    f.main = *main;
-    if (!plans[k].sums.empty()) {
-      auto sums = driver_->function(*m->module, source.symbols[k] + "_sums");
+    k.main = *main;
+    if (!k.plan.sums.empty()) {
+      auto sums = driver_->function(*m->module, source.symbols[i] + "_sums");
       if (!sums)
         return sums.takeError();
-      f.sums = *sums;
+      k.sums = *sums;
     }
-    partialDoubles = std::max(partialDoubles, f.launch.partialDoubles);
-    f.plan = std::move(plans[k]);
-    m->kernels[bodies[k]] = std::move(f);
+    m->partialDoubles = std::max(m->partialDoubles, k.launch.partialDoubles);
+    m->kernels[keys[i]] = std::move(k);
   }
-  if (partialDoubles) {
-    auto p = driver_->allocate(partialDoubles * int64_t(sizeof(double)));
+  if (m->partialDoubles) {
+    auto p = driver_->allocate(m->partialDoubles * int64_t(sizeof(double)));
     if (!p)
       return p.takeError();
     m->partial = *p;
@@ -244,28 +314,35 @@ void CudaDevice::launch(const Graph &g, const Node &node,
                         llvm::ArrayRef<const void *> operands,
                         llvm::ArrayRef<void *> results,
                         const LaunchContext &ctx) {
-  if (node.op == OpKind::Fused)
-    return note(launchFused(node, operands, results, ctx));
-  note(err(name() + " has no kernel for '" + opName(node.op) + "' (" +
-           node.scope + ")"));
+  if (node.op == OpKind::Reshape) {
+    if (results[0] != operands[0])
+      copy(results[0], operands[0], g.type(node.results[0]).bytes(),
+           ctx.stream);
+    return;
+  }
+  note(launchGenerated(node, operands, results, ctx));
 }
 
-llvm::Error CudaDevice::launchFused(const Node &node,
-                                    llvm::ArrayRef<const void *> operands,
-                                    llvm::ArrayRef<void *> results,
-                                    const LaunchContext &ctx) {
+llvm::Error CudaDevice::launchGenerated(const Node &node,
+                                        llvm::ArrayRef<const void *> operands,
+                                        llvm::ArrayRef<void *> results,
+                                        const LaunchContext &ctx) {
   const auto *m = static_cast<const CudaKernelModule *>(ctx.module);
-  auto it = m ? m->kernels.find(node.body.get())
-              : decltype(m->kernels)::const_iterator();
+  const void *key = node.op == OpKind::Fused
+                        ? static_cast<const void *>(node.body.get())
+                        : static_cast<const void *>(&node);
+  auto it = m ? m->kernels.find(key) : decltype(m->kernels)::const_iterator();
   if (!m || it == m->kernels.end())
-    return err("fused node (" + node.scope +
-               ") was not prepared for this device (Device::prepare)");
-  const FusedKernel &k = it->second;
+    return err(name() + " has no kernel for '" + opName(node.op) + "' (" +
+               node.scope + ") prepared (Device::prepare)");
+  const GeneratedKernel &k = it->second;
   const codegen::KernelPlan &p = k.plan;
   // Parameters in the order of codegen/Renderer.h's CUDA convention.
   std::vector<const void *> ptrs;
   for (const codegen::KernelLoad &l : p.loads)
-    ptrs.push_back(operands[l.operand]);
+    ptrs.push_back(
+        operands[k.operandOfInput.empty() ? size_t(l.operand)
+                                          : k.operandOfInput[l.operand]]);
   for (void *r : results)
     ptrs.push_back(r);
   if (!p.sums.empty())

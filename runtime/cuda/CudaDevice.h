@@ -7,10 +7,12 @@
 // Device stream is a driver stream, events are driver events; copies,
 // fills and host work are enqueued on them. The runtime's own kernels
 // (gradient accumulation, scaling) are CUDA C loaded at creation. Fused
-// nodes run the kernels codegen renders for CUDA (codegen/Renderer.h: the
-// launch contract), compiled per graph at prepare() into the graph's
-// module; the other ops get their kernels in later steps of the backend
-// (supports() says which run).
+// nodes, and every other op codegen can plan alone (elementwise, dropout,
+// row ops such as norms and softmax, column sums), run the kernels codegen
+// renders for CUDA (codegen/Renderer.h: the launch contract), compiled per
+// graph at prepare() into the graph's module; reshapes are views. The
+// other ops get their kernels in later steps of the backend (supports()
+// says which run).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -72,10 +74,11 @@ private:
   /// Launches `f` over `count` elements with 1-D blocks of 256 threads.
   void launchElementwise(cuda::Function f, int64_t count, void **params,
                          StreamId stream);
-  llvm::Error launchFused(const Node &node,
-                          llvm::ArrayRef<const void *> operands,
-                          llvm::ArrayRef<void *> results,
-                          const LaunchContext &ctx);
+  /// A fused node or single op from the graph's generated kernels.
+  llvm::Error launchGenerated(const Node &node,
+                              llvm::ArrayRef<const void *> operands,
+                              llvm::ArrayRef<void *> results,
+                              const LaunchContext &ctx);
 
   std::unique_ptr<cuda::Driver> driver_;
   int index_;
