@@ -128,6 +128,12 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
     return scale.takeError();
   d->accumulate_ = *acc;
   d->scale_ = *scale;
+  auto ops =
+      d->driver_->loadModule(cuda::opKernelSource(), "runtime/cuda/kernels");
+  if (!ops)
+    return ops.takeError();
+  d->opKernels_ =
+      std::make_unique<cuda::OpKernelModule>(*d->driver_, std::move(*ops));
   return std::move(d);
 }
 
@@ -144,8 +150,8 @@ std::string CudaDevice::name() const {
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
   if (node.op == OpKind::Fused)
     return node.body && cudaPlan(*node.body).has_value();
-  if (node.op == OpKind::Reshape)
-    return true; // a view
+  if (node.op == OpKind::Reshape || cuda::opLauncher(g, node))
+    return true; // a view, or a hand-written kernel
   if (rankDependent(node.op) && g.mesh)
     return false; // their offsets come with the launch (not yet here)
   std::vector<size_t> inputs;
@@ -169,7 +175,8 @@ CudaDevice::prepare(const Graph &g) {
       if (!plan)
         return plan.takeError();
       k.plan = std::move(*plan);
-    } else if (n.op != OpKind::Reshape && supports(g, n)) {
+    } else if (n.op != OpKind::Reshape && !cuda::opLauncher(g, n) &&
+               supports(g, n)) {
       std::string name = "op" + std::to_string(&n - g.nodes().data()) + "_" +
                          opName(n.op).str();
       m->singleOpBodies.push_back(singleOpBody(g, n, name, k.operandOfInput));
@@ -320,6 +327,9 @@ void CudaDevice::launch(const Graph &g, const Node &node,
            ctx.stream);
     return;
   }
+  if (cuda::OpLauncher l = cuda::opLauncher(g, node))
+    return note(
+        l({*opKernels_, g, node, operands, results, ctx, stream(ctx.stream)}));
   note(launchGenerated(node, operands, results, ctx));
 }
 

@@ -10,8 +10,8 @@
 // nodes, and every other op codegen can plan alone (elementwise, dropout,
 // row ops such as norms and softmax, column sums), run the kernels codegen
 // renders for CUDA (codegen/Renderer.h: the launch contract), compiled per
-// graph at prepare() into the graph's module; reshapes are views. The
-// other ops get their kernels in later steps of the backend (supports()
+// graph at prepare() into the graph's module; reshapes are views. Other
+// ops run hand-written kernels (OpKernels.h) where they exist (supports()
 // says which run).
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +19,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/OpKernels.h"
 
 #include <map>
 #include <mutex>
@@ -84,6 +85,7 @@ private:
   int index_;
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::Module> builtins_;
+  std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function accumulate_ = nullptr, scale_ = nullptr;
   std::mutex mu_;
   std::string firstError_;

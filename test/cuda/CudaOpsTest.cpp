@@ -83,7 +83,7 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
     ASSERT_TRUE(bool(cpuModule));
     std::mt19937 rng(3);
     for (const Node &n : g->nodes()) {
-      if (n.op == OpKind::Reshape || !d.supports(*g, n))
+      if (n.op == OpKind::Reshape || !d.supports(*g, n) || !cpu.supports(*g, n))
         continue;
       // Positive inputs keep log, sqrt and rsqrt finite.
       std::vector<HostTensor> inputs;
@@ -98,6 +98,8 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
       for (size_t r = 0; r < got.size(); ++r)
         for (int64_t i = 0; i < got[r].numElements(); ++i) {
           double w = want[r].get(i), x = got[r].get(i);
+          if (x == w || (std::isnan(x) && std::isnan(w)))
+            continue; // infinities and NaN literals included
           ASSERT_LE(std::abs(x - w), 1e-5 * std::max(1.0, std::abs(w)))
               << it->path() << ": " << opName(n.op).str() << " (" << n.scope
               << ") result " << r << " element " << i << ": cuda-interpret "

@@ -1,0 +1,66 @@
+//===- OpKernels.h - Hand-written CUDA kernels of the ops -----------------===//
+//
+// The ops codegen does not render (runtime/cuda/CudaDevice.h runs those
+// through generated kernels) have hand-written CUDA C kernels under
+// runtime/cuda/kernels/*.cu, in the dialect of Driver.h so they run on a GPU
+// and in interpret mode alike. All of them form one module, loaded when a
+// CudaDevice is created. Each op has a launcher: a host function that
+// checks the node's dtypes and shapes, picks the grid and enqueues the
+// kernel(s) on the launch's stream. Kernels are deterministic: no float
+// atomics; every reduction has a fixed order whatever the grid.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Device.h"
+#include "runtime/cuda/Driver.h"
+
+#include "llvm/ADT/StringRef.h"
+
+namespace strata::cuda {
+
+/// The module of hand-written kernels, and scratch memory for launchers.
+class OpKernelModule {
+public:
+  OpKernelModule(Driver &driver, std::unique_ptr<Module> module)
+      : driver_(driver), module_(std::move(module)) {}
+  Driver &driver() const { return driver_; }
+  /// Kernel `name` of the module.
+  llvm::Expected<Function> kernel(llvm::StringRef name) const {
+    return driver_.function(*module_, name);
+  }
+
+private:
+  Driver &driver_;
+  std::unique_ptr<Module> module_;
+};
+
+/// What a launcher gets: the node, its device buffers, the stream.
+struct OpLaunch {
+  const OpKernelModule &kernels;
+  const Graph &g;
+  const Node &node;
+  llvm::ArrayRef<const void *> operands;
+  llvm::ArrayRef<void *> results;
+  const LaunchContext &ctx;
+  StreamHandle stream;
+
+  const TensorType &inType(int i) const { return g.type(node.operands[i]); }
+  const TensorType &outType(int i) const { return g.type(node.results[i]); }
+};
+
+using OpLauncher = llvm::Error (*)(const OpLaunch &);
+
+/// The launcher of `node` of `g`, or null if it has no hand-written kernel
+/// (or not for its dtypes).
+OpLauncher opLauncher(const Graph &g, const Node &node);
+
+/// The CUDA C source of every hand-written kernel: one module.
+llvm::StringRef opKernelSource();
+
+/// Enqueues `f` on 1-D blocks of `threads` threads, enough blocks for
+/// `count` work items (at most 65535: kernels grid-stride).
+llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
+                     void **params, unsigned threads = 256);
+
+} // namespace strata::cuda
