@@ -444,7 +444,12 @@ std::string CudaLanguage::rowLoopBegin(llvm::raw_ostream &os,
                                        const KernelPlan &p) const {
   CudaLaunch l = cudaLaunchOf(p);
   const std::string I = idxType(l);
-  os << "  constexpr int NW = " << l.threads / 32 << "; // warps per block\n"
+  // A block of another shape would leave columns out: fail the launch.
+  os << "  if (blockDim.x != " << l.threads
+     << " || blockDim.y != 1 || blockDim.z != 1)\n"
+     << "    __trap(); // the launch contract: 1-D blocks of " << l.threads
+     << "\n"
+     << "  constexpr int NW = " << l.threads / 32 << "; // warps per block\n"
      << "  __shared__ double strata_red[NW];\n";
   vectorCheck(os, p, l);
   if (l.kind == Kind::Row) {

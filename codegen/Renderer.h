@@ -28,6 +28,7 @@
 //     - Row: one block per row (grid-stride over rows), a thread owning
 //       groupsPerThread groups of `vector` columns; row sums by warp
 //       shuffles, then across warps in warp order through shared memory.
+//       A launch with other blocks traps (__trap: a launch failure).
 //     - RowSums: as Row, a block walking the rows of a chunk in order,
 //       then partial and NAME_sums as ColumnSums.
 //    Vector operands are read and written 128 bits at a time (float4,
