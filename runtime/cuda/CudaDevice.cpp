@@ -3,6 +3,7 @@
 
 #include "codegen/Renderer.h"
 #include "ir/Op.h"
+#include "runtime/comm/CollectiveKernels.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -86,17 +87,52 @@ std::shared_ptr<Graph> singleOpBody(const Graph &g, const Node &n,
   return body;
 }
 
-/// A plan of `body` the CUDA backend runs today: none with an anchor
-/// matmul (cuBLASLt comes later).
+/// A plan of `body` the CUDA backend runs: an anchor matmul must be f32 or
+/// f64 (the GEMM's types).
 std::optional<codegen::KernelPlan> cudaPlan(const Graph &body) {
   auto plan = codegen::planKernel(body);
   if (!plan) {
     llvm::consumeError(plan.takeError());
     return std::nullopt;
   }
-  if (plan->anchor >= 0)
-    return std::nullopt;
+  if (plan->anchor >= 0) {
+    DType dt = body.type(body.node(plan->anchor).results[0]).dtype;
+    if (dt != DType::F32 && dt != DType::F64)
+      return std::nullopt;
+  }
   return std::move(*plan);
+}
+
+/// The GEMM of matmul `mm` of `g` (ir/Ops.def: row-major a[..., M, K], b
+/// [..., K, N] or [K, N], each maybe transposed) on column-major cuBLASLt:
+/// C^T = op(b)^T op(a)^T, so b is cuBLASLt's A and a its B.
+cuda::Gemm matmulGemm(const Graph &g, const Node &mm, const void *a,
+                      const void *b, void *c) {
+  const Shape &as = g.type(mm.operands[0]).shape,
+              &bs = g.type(mm.operands[1]).shape;
+  const TensorType &ct = g.type(mm.results[0]);
+  bool ta = mm.attrs.getBool("transpose_a"),
+       tb = mm.attrs.getBool("transpose_b");
+  int64_t M = ct.shape[ct.shape.size() - 2], N = ct.shape.back();
+  int64_t K = ta ? as[as.size() - 2] : as.back();
+  cuda::Gemm gm;
+  gm.m = N;
+  gm.n = M;
+  gm.k = K;
+  gm.transA = tb;
+  gm.lda = tb ? K : N;
+  gm.transB = ta;
+  gm.ldb = ta ? M : K;
+  gm.ldc = N;
+  gm.batch = ct.numElements() / (M * N);
+  gm.strideA = bs.size() == 2 ? 0 : K * N;
+  gm.strideB = M * K;
+  gm.strideC = M * N;
+  gm.f64 = ct.dtype == DType::F64;
+  gm.A = cuda::DevicePtr(b);
+  gm.B = cuda::DevicePtr(a);
+  gm.C = cuda::DevicePtr(c);
+  return gm;
 }
 
 /// Ops whose kernel depends on the launch's rank or on communicators.
@@ -134,7 +170,7 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
     return ops.takeError();
   d->opKernels_ =
       std::make_unique<cuda::OpKernelModule>(*d->driver_, std::move(*ops));
-  return std::move(d);
+  return d;
 }
 
 CudaDevice::~CudaDevice() {
@@ -147,15 +183,30 @@ std::string CudaDevice::name() const {
   return driver_->kind().str() + ":" + std::to_string(index_);
 }
 
+/// Whether `node` (not fused) runs as a generated single-op kernel.
+static bool runsGenerated(const Graph &g, const Node &node) {
+  if (node.op == OpKind::Fused || node.op == OpKind::Reshape ||
+      node.op == OpKind::MatMul || isCollective(node.op) ||
+      node.results.empty() || cuda::opLauncher(g, node))
+    return false;
+  if (rankDependent(node.op) && g.mesh)
+    return false; // their offsets come with the launch (not yet here)
+  std::vector<size_t> inputs;
+  return cudaPlan(*singleOpBody(g, node, "probe", inputs)).has_value();
+}
+
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
   if (node.op == OpKind::Fused)
     return node.body && cudaPlan(*node.body).has_value();
   if (node.op == OpKind::Reshape || cuda::opLauncher(g, node))
     return true; // a view, or a hand-written kernel
-  if (rankDependent(node.op) && g.mesh)
-    return false; // their offsets come with the launch (not yet here)
-  std::vector<size_t> inputs;
-  return cudaPlan(*singleOpBody(g, node, "probe", inputs)).has_value();
+  if (node.op == OpKind::MatMul) {
+    DType dt = g.type(node.results[0]).dtype;
+    return dt == DType::F32 || dt == DType::F64;
+  }
+  if (isCollective(node.op)) // Gloo on host memory; NCCL is not built yet
+    return driver_->hostAddressable();
+  return runsGenerated(g, node);
 }
 
 llvm::Expected<std::unique_ptr<KernelModule>>
@@ -175,8 +226,7 @@ CudaDevice::prepare(const Graph &g) {
       if (!plan)
         return plan.takeError();
       k.plan = std::move(*plan);
-    } else if (n.op != OpKind::Reshape && !cuda::opLauncher(g, n) &&
-               supports(g, n)) {
+    } else if (runsGenerated(g, n)) {
       std::string name = "op" + std::to_string(&n - g.nodes().data()) + "_" +
                          opName(n.op).str();
       m->singleOpBodies.push_back(singleOpBody(g, n, name, k.operandOfInput));
@@ -327,6 +377,10 @@ void CudaDevice::launch(const Graph &g, const Node &node,
            ctx.stream);
     return;
   }
+  if (node.op == OpKind::MatMul)
+    return note(
+        driver_->gemm(matmulGemm(g, node, operands[0], operands[1], results[0]),
+                      stream(ctx.stream)));
   if (cuda::OpLauncher l = cuda::opLauncher(g, node))
     return note(
         l({*opKernels_, g, node, operands, results, ctx, stream(ctx.stream)}));
@@ -347,12 +401,28 @@ llvm::Error CudaDevice::launchGenerated(const Node &node,
                node.scope + ") prepared (Device::prepare)");
   const GeneratedKernel &k = it->second;
   const codegen::KernelPlan &p = k.plan;
+  auto operandOf = [&](int64_t input) {
+    return operands[k.operandOfInput.empty() ? size_t(input)
+                                             : k.operandOfInput[input]];
+  };
+  cuda::StreamHandle s = stream(ctx.stream);
+  if (p.anchor >= 0) { // the matmul into its result first
+    const Graph &body = *p.body;
+    const Node &mm = body.node(p.anchor);
+    auto inputOf = [&](ValueId v) {
+      return operandOf(llvm::find(body.inputs(), v) - body.inputs().begin());
+    };
+    if (auto e = driver_->gemm(matmulGemm(body, mm, inputOf(mm.operands[0]),
+                                          inputOf(mm.operands[1]),
+                                          results[p.anchorResult]),
+                               s))
+      return e;
+  }
   // Parameters in the order of codegen/Renderer.h's CUDA convention.
   std::vector<const void *> ptrs;
   for (const codegen::KernelLoad &l : p.loads)
-    ptrs.push_back(
-        operands[k.operandOfInput.empty() ? size_t(l.operand)
-                                          : k.operandOfInput[l.operand]]);
+    ptrs.push_back(l.operand < 0 ? results[p.anchorResult]
+                                 : operandOf(l.operand));
   for (void *r : results)
     ptrs.push_back(r);
   if (!p.sums.empty())
@@ -365,7 +435,6 @@ llvm::Error CudaDevice::launchGenerated(const Node &node,
   params.push_back(&n);
   params.push_back(&seed);
   params.push_back(&step);
-  cuda::StreamHandle s = stream(ctx.stream);
   if (auto e = driver_->launch(k.main, {k.launch.blocks, 1, 1},
                                {k.launch.threads, 1, 1}, 0, s, params.data()))
     return e;

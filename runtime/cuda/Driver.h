@@ -5,7 +5,8 @@
 // modules of kernels, launches and host callbacks, all asynchronous on
 // streams. Two drivers implement it:
 //   - the real one (RealDriver.cpp): libcuda.so.1 loaded with dlopen, kernel
-//     sources compiled by NVRTC to a cubin for the device's sm_XX;
+//     sources compiled by NVRTC to a cubin for the device's sm_XX, GEMMs by
+//     cuBLASLt (RealGemm.cpp, also by dlopen);
 //   - interpret mode (interpret/InterpretDriver.h): host memory with guard
 //     bytes and poison, the same kernel sources compiled by the host
 //     compiler with a SIMT header, streams as queues on host threads.
@@ -47,6 +48,20 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// One (strided-batched) GEMM as cuBLASLt takes it, column-major:
+/// C = alpha * op(A) * op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n,
+/// for each of `batch` matrices (a stride of 0 repeats a matrix). f32 runs
+/// with f32 compute (CUBLAS_COMPUTE_32F: no TF32), f64 with f64.
+struct Gemm {
+  bool transA = false, transB = false;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
+  bool f64 = false;
+  double alpha = 1, beta = 0;
+  DevicePtr A = 0, B = 0, C = 0;
+};
+
 struct DeviceInfo {
   std::string name;
   int major = 0, minor = 0; // compute capability: sm_<major><minor>
@@ -59,6 +74,9 @@ public:
   virtual ~Driver() = default;
   /// "cuda" or "cuda-interpret".
   virtual llvm::StringRef kind() const = 0;
+  /// Whether device pointers are host addresses (interpret mode), so host
+  /// code on a stream (Gloo collectives) may use them.
+  virtual bool hostAddressable() const = 0;
   virtual const DeviceInfo &info() const = 0;
   /// Free and total device memory in bytes.
   virtual llvm::Expected<std::pair<int64_t, int64_t>> memoryInfo() = 0;
@@ -95,6 +113,10 @@ public:
   loadModule(llvm::StringRef source, llvm::StringRef name) = 0;
   virtual llvm::Expected<Function> function(Module &m,
                                             llvm::StringRef kernel) = 0;
+  /// Enqueues a GEMM (cuBLASLt with its heuristics and a 32 MiB workspace;
+  /// in interpret mode a CPU GEMM that honours every field).
+  virtual llvm::Error gemm(const Gemm &g, StreamHandle s) = 0;
+
   /// cuLaunchKernel: params[i] points to the value of the kernel's
   /// parameter i.
   virtual llvm::Error launch(Function f, Dim3 grid, Dim3 block,

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/Driver.h"
+#include "runtime/cuda/RealGemm.h"
 
 #ifdef STRATA_HAVE_NVRTC
 #include "codegen/NvrtcCompiler.h"
@@ -90,6 +91,7 @@ public:
       : api_(api), ctx_(ctx), info_(std::move(info)) {}
 
   llvm::StringRef kind() const override { return "cuda"; }
+  bool hostAddressable() const override { return false; }
   const DeviceInfo &info() const override { return info_; }
 
   /// The calling thread's current context is the device's (the driver's
@@ -205,6 +207,25 @@ public:
                  "cuLaunchHostFunc");
   }
 
+  llvm::Error gemm(const Gemm &g, StreamHandle s) override {
+    use();
+    std::lock_guard<std::mutex> lock(gemmMu_);
+    if (!gemm_) {
+      auto engine = openCublasLt();
+      if (!engine)
+        return engine.takeError();
+      CUdeviceptr ws = 0;
+      if (auto e = check(api_.memAlloc(&ws, kGemmWorkspace),
+                         "cuMemAlloc of the cuBLASLt workspace"))
+        return e;
+      gemm_ = std::move(*engine);
+      gemmWorkspace_ = ws;
+    }
+    // One workspace: GEMMs on different streams would share it, so they
+    // are serialized on the stream they are enqueued on by the caller.
+    return gemm_->run(g, s, gemmWorkspace_, kGemmWorkspace);
+  }
+
   llvm::Expected<std::unique_ptr<Module>>
   loadModule(llvm::StringRef source, llvm::StringRef name) override {
     use();
@@ -260,6 +281,10 @@ private:
   DeviceInfo info_;
   std::mutex mu_;
   std::string hostError_; // the first failed host callback's
+  static constexpr size_t kGemmWorkspace = 32 << 20;
+  std::mutex gemmMu_;
+  std::unique_ptr<GemmEngine> gemm_; // cuBLASLt, opened at the first GEMM
+  CUdeviceptr gemmWorkspace_ = 0;
 };
 
 } // namespace

@@ -1,9 +1,13 @@
 //===- Backend.h - What a DeviceGroup's devices and communicators are -----===//
 //
 // The factory a DeviceGroup (DeviceGroup.h) makes its ranks with: a device
-// per rank and the communicators between them. `cpu` is CPU devices
-// (runtime/cpu) with Gloo communicators (runtime/comm); the CUDA backends
-// (`cuda` with NCCL, `cuda-interpret`) plug in here and are not built yet.
+// per rank and the communicators between them.
+//  - `cpu`: CPU devices (runtime/cpu) with Gloo communicators (runtime/comm);
+//  - `cuda-interpret`: CUDA devices over the emulated driver
+//    (runtime/cuda/interpret), collectives by Gloo on their host memory;
+//  - `cuda`: CUDA devices on GPUs (runtime/cuda), the local rank's GPU each.
+//    Collectives need NCCL, which is not built yet: a layout with more than
+//    one device is refused on it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -16,13 +20,16 @@
 
 namespace strata {
 
-enum class Backend { Cpu };
+enum class Backend { Cpu, Cuda, CudaInterpret };
 
-/// `cpu`; the names of backends not built yet are errors saying so.
+/// `cpu`, `cuda` or `cuda-interpret`. For `cuda` it also checks that a
+/// driver and a GPU are there, so a run without them fails before anything
+/// is built.
 llvm::Expected<Backend> parseBackend(llvm::StringRef name);
 llvm::StringRef backendName(Backend b);
 
-/// The device of global rank `rank` (its index among the machine's devices).
-std::unique_ptr<Device> makeDevice(Backend b, int64_t rank);
+/// The device of global rank `rank`, the `localRank`-th of its machine.
+llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
+                                                   int64_t localRank);
 
 } // namespace strata

@@ -99,9 +99,13 @@ DeviceGroup::inProcess(const Mesh &mesh, const DeviceGroupOptions &options) {
   std::unique_ptr<DeviceGroup> g(new DeviceGroup());
   g->mesh_ = mesh;
   g->rendezvous_ = GlooRendezvous::inProcess(options.timeout);
-  for (int64_t r = 0; r < mesh.numDevices(); ++r)
-    g->ranks_.push_back({r, makeDevice(options.backend, r),
+  for (int64_t r = 0; r < mesh.numDevices(); ++r) {
+    auto device = makeDevice(options.backend, r, r);
+    if (!device)
+      return device.takeError();
+    g->ranks_.push_back({r, std::move(*device),
                          createGlooCommunicators(mesh, r, g->rendezvous_)});
+  }
   shareKernelThreads(mesh.numDevices());
   if (auto e = g->connect())
     return e;
@@ -137,8 +141,11 @@ DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
   std::unique_ptr<DeviceGroup> g(new DeviceGroup());
   g->mesh_ = mesh;
   g->rendezvous_ = std::move(*rdv);
+  auto device = makeDevice(options.backend, env.rank, env.localRank);
+  if (!device)
+    return device.takeError();
   g->ranks_.push_back(
-      {env.rank, makeDevice(options.backend, env.rank),
+      {env.rank, std::move(*device),
        createGlooCommunicators(mesh, env.rank, g->rendezvous_)});
   shareKernelThreads(env.localWorldSize);
   if (auto e = g->connect())

@@ -100,10 +100,6 @@ Trainer::create(CompiledPipeline compiled, const Graph &forward,
                 const ParallelConfig &config, DeviceGroup &group) {
   if (auto e = checkGroup(config, group))
     return e;
-  for (size_t l = 0; l < group.numLocal(); ++l)
-    if (!group.device(l).isHostMemory())
-      return err("the trainer keeps its state in host memory; device " +
-                 group.device(l).name() + " is not supported yet");
   if (compiled.pipeline.schedule.microbatches != options.gradAccum)
     return err("the programs were compiled for " +
                llvm::Twine(compiled.pipeline.schedule.microbatches) +

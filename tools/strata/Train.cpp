@@ -73,7 +73,9 @@ cl::opt<bool> overwrite(
     cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string> device(
     "device",
-    cl::desc("What the devices are: cpu (CPU devices, Gloo communicators)"),
+    cl::desc("What the devices are: cpu (CPU devices, Gloo communicators), "
+             "cuda-interpret (the CUDA backend run on the host, to test it "
+             "without a GPU) or cuda (GPUs; one device until NCCL is built)"),
     cl::init("cpu"), cl::sub(trainCmd), cl::cat(cat));
 cl::opt<std::string>
     tracePath("trace",

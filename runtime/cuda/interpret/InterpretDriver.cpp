@@ -7,6 +7,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
 
+#include <cblas.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -86,6 +87,7 @@ public:
   }
 
   llvm::StringRef kind() const override { return "cuda-interpret"; }
+  bool hostAddressable() const override { return true; }
   const DeviceInfo &info() const override { return info_; }
 
   llvm::Expected<std::pair<int64_t, int64_t>> memoryInfo() override {
@@ -195,6 +197,31 @@ public:
     return llvm::Error::success();
   }
 
+  llvm::Error gemm(const Gemm &g, StreamHandle s) override {
+    if (auto e = checkGemm(g))
+      return e;
+    return enqueue(s, "gemm", [g] {
+      int64_t size = g.f64 ? 8 : 4;
+      auto ta = g.transA ? CblasTrans : CblasNoTrans;
+      auto tb = g.transB ? CblasTrans : CblasNoTrans;
+      for (int64_t i = 0; i < g.batch; ++i) {
+        char *a = reinterpret_cast<char *>(g.A) + i * g.strideA * size;
+        char *b = reinterpret_cast<char *>(g.B) + i * g.strideB * size;
+        char *c = reinterpret_cast<char *>(g.C) + i * g.strideC * size;
+        if (g.f64)
+          cblas_dgemm(CblasColMajor, ta, tb, g.m, g.n, g.k, g.alpha,
+                      reinterpret_cast<double *>(a), g.lda,
+                      reinterpret_cast<double *>(b), g.ldb, g.beta,
+                      reinterpret_cast<double *>(c), g.ldc);
+        else
+          cblas_sgemm(CblasColMajor, ta, tb, g.m, g.n, g.k, float(g.alpha),
+                      reinterpret_cast<float *>(a), g.lda,
+                      reinterpret_cast<float *>(b), g.ldb, float(g.beta),
+                      reinterpret_cast<float *>(c), g.ldc);
+      }
+    });
+  }
+
   llvm::Expected<std::unique_ptr<Module>>
   loadModule(llvm::StringRef source, llvm::StringRef name) override {
     std::vector<std::string> names = kernelNames(source);
@@ -286,6 +313,32 @@ private:
     return err(llvm::Twine(what) + " of " + llvm::Twine(bytes) +
                " bytes at 0x" + llvm::utohexstr(ptr) +
                " is outside every device allocation");
+  }
+
+  /// The descriptor is consistent (as cuBLASLt checks) and every matrix it
+  /// reads or writes lies in an allocation.
+  llvm::Error checkGemm(const Gemm &g) {
+    int64_t rowsA = g.transA ? g.k : g.m, colsA = g.transA ? g.m : g.k;
+    int64_t rowsB = g.transB ? g.n : g.k, colsB = g.transB ? g.k : g.n;
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0 ||
+        g.lda < std::max<int64_t>(1, rowsA) ||
+        g.ldb < std::max<int64_t>(1, rowsB) ||
+        g.ldc < std::max<int64_t>(1, g.m))
+      return err("gemm: invalid descriptor (m " + llvm::Twine(g.m) + ", n " +
+                 llvm::Twine(g.n) + ", k " + llvm::Twine(g.k) + ", lda " +
+                 llvm::Twine(g.lda) + ", ldb " + llvm::Twine(g.ldb) + ", ldc " +
+                 llvm::Twine(g.ldc) + ")");
+    int64_t size = g.f64 ? 8 : 4;
+    auto span = [&](int64_t ld, int64_t cols, int64_t rows, int64_t stride) {
+      return ((g.batch - 1) * stride + (cols - 1) * ld + rows) * size;
+    };
+    if (auto e =
+            checkRange(g.A, span(g.lda, colsA, rowsA, g.strideA), "gemm's A"))
+      return e;
+    if (auto e =
+            checkRange(g.B, span(g.ldb, colsB, rowsB, g.strideB), "gemm's B"))
+      return e;
+    return checkRange(g.C, span(g.ldc, g.n, g.m, g.strideC), "gemm's C");
   }
 
   llvm::Error enqueue(StreamHandle s, const char *what,
