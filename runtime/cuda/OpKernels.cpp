@@ -1,22 +1,42 @@
 //===- OpKernels.cpp - Hand-written CUDA kernels of the ops ---------------===//
+//
+// The launchers of runtime/cuda/kernels/*.cu: each checks what its kernels
+// assume (opLauncher returns null for dtypes and shapes without a kernel),
+// picks the grid and enqueues the kernels on the launch's stream.
+//
+//===----------------------------------------------------------------------===//
 #include "runtime/cuda/OpKernels.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace strata::cuda {
 
 namespace {
 
-// The kernel sources, one text (runtime/cuda/CMakeLists.txt embeds them).
-const char kCreate[] =
+// The kernel sources, one text (runtime/cuda/CMakeLists.txt embeds them);
+// Common.cu, the helpers, comes first.
+const char *const kSources[] = {
+#include "runtime/cuda/kernels/CommonText.inc"
+    ,
 #include "runtime/cuda/kernels/CreateText.inc"
-    ;
+    ,
+#include "runtime/cuda/kernels/EmbeddingText.inc"
+    ,
+#include "runtime/cuda/kernels/LossText.inc"
+    ,
+#include "runtime/cuda/kernels/AdamWText.inc"
+    ,
+#include "runtime/cuda/kernels/AttentionText.inc"
+};
 
 llvm::Error fail(const OpLaunch &a, const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  llvm::Twine(opName(a.node.op)) + " (" +
                                      a.node.scope + "): " + msg);
 }
+
+bool f32OrF64(DType dt) { return dt == DType::F32 || dt == DType::F64; }
 
 /// The kernel named `base` + "_" + the dtype's suffix.
 llvm::Expected<Function> typed(const OpLaunch &a, llvm::StringRef base,
@@ -30,6 +50,29 @@ llvm::Expected<Function> typed(const OpLaunch &a, llvm::StringRef base,
   return a.kernels.kernel((base + "_" + suffix).str());
 }
 
+llvm::Error launch(const OpLaunch &a, Function f, Dim3 grid, Dim3 block,
+                   void **params) {
+  return a.kernels.driver().launch(f, grid, block, 0, a.stream, params);
+}
+
+/// Offset of this rank's block of `v` along `dim` in the global tensor,
+/// from the value's sharding and the launch's (mesh, rank) (ir/Ops.def,
+/// rank-dependent ops); 0 for a value without sharding or a serial launch.
+int64_t shardOffset(const OpLaunch &a, ValueId v, size_t dim) {
+  const Value &val = a.g.value(v);
+  if (!val.sharding || !a.ctx.mesh || dim >= val.sharding->dims.size())
+    return 0;
+  int64_t index = 0;
+  for (const std::string &axis : val.sharding->dims[dim]) // major to minor
+    index = index * a.ctx.mesh->axisSize(axis) +
+            a.ctx.mesh->coord(a.ctx.rank, axis);
+  return index * val.type.shape[dim];
+}
+
+int64_t rowsOf(const TensorType &t) {
+  return t.shape.empty() ? 1 : t.numElements() / t.shape.back();
+}
+
 llvm::Error fillK(const OpLaunch &a) {
   auto f = typed(a, "strata_fill", a.outType(0).dtype);
   if (!f)
@@ -41,7 +84,218 @@ llvm::Error fillK(const OpLaunch &a) {
   return launch1d(a, *f, n, params);
 }
 
+// gather(table[V, H], ids) and scatter_add(dy, ids) -> [rows, H].
+llvm::Error gatherK(const OpLaunch &a) {
+  auto f = typed(a, "strata_gather", a.outType(0).dtype);
+  if (!f)
+    return f.takeError();
+  const void *table = a.operands[0], *ids = a.operands[1];
+  void *out = a.results[0];
+  long long N = a.inType(1).numElements(), V = a.inType(0).shape[0],
+            H = a.inType(0).shape[1];
+  long long start = shardOffset(a, a.node.operands[0], 0);
+  void *params[] = {&table, &ids, &out, &N, &V, &H, &start};
+  return launch1d(a, *f, N * H, params);
+}
+llvm::Error scatterAddK(const OpLaunch &a) {
+  auto f = typed(a, "strata_scatter_add", a.outType(0).dtype);
+  if (!f)
+    return f.takeError();
+  const void *dy = a.operands[0], *ids = a.operands[1];
+  void *out = a.results[0];
+  long long N = a.inType(1).numElements(), V = a.outType(0).shape[0],
+            H = a.outType(0).shape[1];
+  long long start = shardOffset(a, a.node.results[0], 0);
+  // Row buckets (grid.y) so that ~64K threads own the output's elements.
+  unsigned threads = unsigned(std::clamp<long long>(H, 32, 256));
+  unsigned blocksX =
+      unsigned(std::min<long long>((H + threads - 1) / threads, 65535));
+  unsigned buckets = unsigned(
+      std::clamp<long long>(65536 / (H ? H : 1), 1, std::min(V, 65535LL)));
+  void *params[] = {&dy, &ids, &out, &N, &V, &H, &start};
+  return launch(a, *f, {blocksX, std::max(buckets, 1u), 1}, {threads, 1, 1},
+                params);
+}
+
+// Row kernels of the loss: one block of kRowThreads per row.
+constexpr unsigned kRowThreads = 256;
+unsigned rowBlocks(long long rows) {
+  return unsigned(std::clamp<long long>(rows, 1, 65535));
+}
+
+llvm::Error crossEntropyK(const OpLaunch &a) {
+  DType dt = a.inType(0).dtype;
+  auto rowsF = typed(a, "strata_ce_rows", dt);
+  auto meanF = typed(a, "strata_ce_mean", dt);
+  if (!rowsF || !meanF)
+    return llvm::joinErrors(rowsF.takeError(), meanF.takeError());
+  long long N = rowsOf(a.inType(0)), V = a.inType(0).shape.back();
+  auto rowLoss = a.kernels.scratch(a.stream, std::max(N, 1LL) * 8);
+  if (!rowLoss)
+    return rowLoss.takeError();
+  const void *logits = a.operands[0], *labels = a.operands[1];
+  void *loss = a.results[0], *rl = *rowLoss;
+  void *rowParams[] = {&logits, &labels, &rl, &N, &V};
+  if (auto e = launch(a, *rowsF, {rowBlocks(N), 1, 1}, {kRowThreads, 1, 1},
+                      rowParams))
+    return e;
+  void *meanParams[] = {&rl, &labels, &loss, &N, &V};
+  return launch(a, *meanF, {1, 1, 1}, {1, 1, 1}, meanParams);
+}
+
+llvm::Error crossEntropyGradK(const OpLaunch &a) {
+  DType dt = a.inType(1).dtype;
+  auto count = a.kernels.kernel("strata_count_labels");
+  auto gradF = typed(a, "strata_ce_grad", dt);
+  if (!count || !gradF)
+    return llvm::joinErrors(count.takeError(), gradF.takeError());
+  long long N = rowsOf(a.inType(1)), V = a.inType(1).shape.back();
+  auto valid = a.kernels.scratch(a.stream, 8);
+  if (!valid)
+    return valid.takeError();
+  const void *dloss = a.operands[0], *logits = a.operands[1],
+             *labels = a.operands[2];
+  void *dlogits = a.results[0], *vp = *valid;
+  void *countParams[] = {&labels, &N, &V, &vp};
+  if (auto e = launch(a, *count, {1, 1, 1}, {kRowThreads, 1, 1}, countParams))
+    return e;
+  void *params[] = {&dloss, &logits, &labels, &vp, &dlogits, &N, &V};
+  return launch(a, *gradF, {rowBlocks(N), 1, 1}, {kRowThreads, 1, 1}, params);
+}
+
+llvm::Error adamwK(const OpLaunch &a) {
+  auto f = typed(a, "strata_adamw", a.inType(0).dtype);
+  if (!f)
+    return f.takeError();
+  const void *p = a.operands[0], *g = a.operands[1], *m = a.operands[2],
+             *v = a.operands[3], *lr = a.operands[4], *step = a.operands[5];
+  void *pOut = a.results[0], *mOut = a.results[1], *vOut = a.results[2];
+  long long n = a.inType(0).numElements();
+  double beta1 = a.node.attrs.getFloat("beta1", 0.9),
+         beta2 = a.node.attrs.getFloat("beta2", 0.999),
+         eps = a.node.attrs.getFloat("eps", 1e-8),
+         wd = a.node.attrs.getFloat("weight_decay", 0.0);
+  void *params[] = {&p,    &g,    &m, &v,     &lr,    &step, &pOut,
+                    &mOut, &vOut, &n, &beta1, &beta2, &eps,  &wd};
+  return launch1d(a, *f, n, params);
+}
+
+// Attention: kernels/Attention.cu's AttnDims, laid out alike.
+struct AttnDims {
+  long long B, S, Hq, Hkv, D, window;
+  int causal;
+};
+constexpr unsigned kAttnThreads = 128;
+constexpr int64_t kAttnMaxD = 128;
+
+AttnDims attnDims(const OpLaunch &a, const TensorType &q,
+                  const TensorType &kv) {
+  return {q.shape[0],
+          q.shape[1],
+          q.shape[2],
+          kv.shape[2],
+          q.shape[3],
+          a.node.attrs.getInt("window", 0),
+          int(a.node.attrs.getBool("causal"))};
+}
+double attnScale(const OpLaunch &a, const TensorType &q) {
+  return a.node.attrs.getFloat("scale", 1.0 / std::sqrt(double(q.shape[3])));
+}
+/// Grid of (tiles of `tile` rows, `heads` of each batch) blocks.
+Dim3 attnGrid(const AttnDims &d, long long heads, int tile) {
+  return {unsigned(std::clamp<long long>((d.S + tile - 1) / tile, 1, 65535)),
+          unsigned(std::clamp<long long>(d.B * heads, 1, 65535)), 1};
+}
+int queryTile(DType dt) { return dt == DType::F32 ? 16 : 8; } // AttnTiles
+
+llvm::Error attentionK(const OpLaunch &a) {
+  DType dt = a.inType(0).dtype;
+  auto f = typed(a, "strata_attn_fwd", dt);
+  if (!f)
+    return f.takeError();
+  AttnDims d = attnDims(a, a.inType(0), a.inType(1));
+  double scale = attnScale(a, a.inType(0));
+  const void *q = a.operands[0], *k = a.operands[1], *v = a.operands[2];
+  void *out = a.results[0];
+  void *params[] = {&q, &k, &v, &out, &d, &scale};
+  return launch(a, *f, attnGrid(d, d.Hq, queryTile(dt)), {kAttnThreads, 1, 1},
+                params);
+}
+
+llvm::Error attentionGradK(const OpLaunch &a) {
+  DType dt = a.inType(1).dtype;
+  auto statsF = typed(a, "strata_attn_stats", dt);
+  auto dqF = typed(a, "strata_attn_dq", dt);
+  auto dkvF = typed(a, "strata_attn_dkv", dt);
+  if (!statsF || !dqF || !dkvF)
+    return llvm::joinErrors(
+        llvm::joinErrors(statsF.takeError(), dqF.takeError()),
+        dkvF.takeError());
+  AttnDims d = attnDims(a, a.inType(1), a.inType(2));
+  double scale = attnScale(a, a.inType(1));
+  auto stats = a.kernels.scratch(
+      a.stream, std::max<int64_t>(3 * d.B * d.Hq * d.S, 1) * dtypeBytes(dt));
+  if (!stats)
+    return stats.takeError();
+  const void *dout = a.operands[0], *q = a.operands[1], *k = a.operands[2],
+             *v = a.operands[3];
+  void *st = *stats, *dq = a.results[0], *dk = a.results[1], *dv = a.results[2];
+  int tile = queryTile(dt);
+  void *statsParams[] = {&dout, &q, &k, &v, &st, &d, &scale};
+  if (auto e = launch(a, *statsF, attnGrid(d, d.Hq, tile), {kAttnThreads, 1, 1},
+                      statsParams))
+    return e;
+  void *dqParams[] = {&dout, &q, &k, &v, &st, &dq, &d, &scale};
+  if (auto e = launch(a, *dqF, attnGrid(d, d.Hq, tile), {kAttnThreads, 1, 1},
+                      dqParams))
+    return e;
+  void *dkvParams[] = {&dout, &q, &k, &v, &st, &dk, &dv, &d, &scale};
+  return launch(a, *dkvF, attnGrid(d, d.Hkv, tile), {kAttnThreads, 1, 1},
+                dkvParams);
+}
+
+/// Whether every value of `ids` has dtype `dt`.
+bool allOf(const Graph &g, llvm::ArrayRef<ValueId> ids, DType dt) {
+  return llvm::all_of(ids, [&](ValueId v) { return g.type(v).dtype == dt; });
+}
+
+/// Attention operands the kernels take: q [B,S,Hq,D], k and v [B,S,Hkv,D]
+/// of one float dtype, Hq a multiple of Hkv, D <= kAttnMaxD.
+bool attentionShapes(const Graph &g, ValueId q, ValueId k, ValueId v) {
+  const TensorType &tq = g.type(q), &tk = g.type(k), &tv = g.type(v);
+  return f32OrF64(tq.dtype) && tk.dtype == tq.dtype && tv.dtype == tq.dtype &&
+         tq.rank() == 4 && tk.shape == tv.shape && tk.rank() == 4 &&
+         tk.shape[0] == tq.shape[0] && tk.shape[1] == tq.shape[1] &&
+         tk.shape[3] == tq.shape[3] && tk.shape[2] > 0 &&
+         tq.shape[2] % tk.shape[2] == 0 && tq.shape[3] <= kAttnMaxD;
+}
+
 } // namespace
+
+llvm::Expected<void *> OpKernelModule::scratch(StreamHandle stream,
+                                               int64_t bytes) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = llvm::find_if(scratch_,
+                          [&](const Scratch &s) { return s.stream == stream; });
+  if (it != scratch_.end() && it->bytes >= bytes)
+    return it->ptr;
+  int64_t size = std::max<int64_t>(bytes, 4096);
+  auto p = driver_.allocate(size);
+  if (!p)
+    return p.takeError();
+  buffers_.push_back(*p);
+  Scratch s{stream, reinterpret_cast<void *>(*p), size};
+  if (it != scratch_.end())
+    *it = s;
+  else
+    scratch_.push_back(s);
+  return s.ptr;
+}
+
+OpKernelModule::~OpKernelModule() {
+  for (DevicePtr p : buffers_)
+    llvm::consumeError(driver_.free(p));
+}
 
 llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
                      void **params, unsigned threads) {
@@ -52,19 +306,65 @@ llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
 }
 
 OpLauncher opLauncher(const Graph &g, const Node &node) {
+  auto in = [&](int i) -> const TensorType & {
+    return g.type(node.operands[i]);
+  };
+  auto out = [&](int i) -> const TensorType & {
+    return g.type(node.results[i]);
+  };
   switch (node.op) {
   case OpKind::Fill: {
-    DType dt = g.type(node.results[0]).dtype;
-    return dt == DType::F32 || dt == DType::F64 || dt == DType::I32 ? fillK
-                                                                    : nullptr;
+    DType dt = out(0).dtype;
+    return f32OrF64(dt) || dt == DType::I32 ? fillK : nullptr;
   }
+  case OpKind::Gather:
+    return f32OrF64(in(0).dtype) && in(0).rank() == 2 &&
+                   in(1).dtype == DType::I32 && out(0).dtype == in(0).dtype
+               ? gatherK
+               : nullptr;
+  case OpKind::ScatterAdd:
+    return f32OrF64(in(0).dtype) && in(1).dtype == DType::I32 &&
+                   out(0).rank() == 2 && out(0).dtype == in(0).dtype
+               ? scatterAddK
+               : nullptr;
+  case OpKind::CrossEntropy:
+    return f32OrF64(in(0).dtype) && in(1).dtype == DType::I32 &&
+                   out(0).dtype == in(0).dtype
+               ? crossEntropyK
+               : nullptr;
+  case OpKind::CrossEntropyGrad:
+    return f32OrF64(in(1).dtype) && in(0).dtype == in(1).dtype &&
+                   in(2).dtype == DType::I32 && out(0).dtype == in(1).dtype
+               ? crossEntropyGradK
+               : nullptr;
+  case OpKind::AdamWUpdate:
+    return f32OrF64(in(0).dtype) && allOf(g, node.operands, in(0).dtype) &&
+                   allOf(g, node.results, in(0).dtype)
+               ? adamwK
+               : nullptr;
+  case OpKind::Attention:
+    return attentionShapes(g, node.operands[0], node.operands[1],
+                           node.operands[2])
+               ? attentionK
+               : nullptr;
+  case OpKind::AttentionGrad:
+    return attentionShapes(g, node.operands[1], node.operands[2],
+                           node.operands[3]) &&
+                   in(0).dtype == in(1).dtype
+               ? attentionGradK
+               : nullptr;
   default:
     return nullptr;
   }
 }
 
 llvm::StringRef opKernelSource() {
-  static const std::string text = std::string(kCreate);
+  static const std::string text = [] {
+    std::string t;
+    for (const char *s : kSources)
+      t += std::string(s) + "\n";
+    return t;
+  }();
   return text;
 }
 

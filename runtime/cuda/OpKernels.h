@@ -17,6 +17,9 @@
 
 #include "llvm/ADT/StringRef.h"
 
+#include <mutex>
+#include <vector>
+
 namespace strata::cuda {
 
 /// The module of hand-written kernels, and scratch memory for launchers.
@@ -29,10 +32,24 @@ public:
   llvm::Expected<Function> kernel(llvm::StringRef name) const {
     return driver_.function(*module_, name);
   }
+  /// Device memory of at least `bytes` for launches on `stream`: one buffer
+  /// per stream, reused by every launch there (stream order keeps them
+  /// apart) and replaced by a larger one when needed. Buffers live as long
+  /// as the module (a replaced one may still be in use by queued work).
+  llvm::Expected<void *> scratch(StreamHandle stream, int64_t bytes) const;
+  ~OpKernelModule();
 
 private:
+  struct Scratch {
+    StreamHandle stream;
+    void *ptr;
+    int64_t bytes;
+  };
   Driver &driver_;
   std::unique_ptr<Module> module_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Scratch> scratch_;   // the current buffer per stream
+  mutable std::vector<DevicePtr> buffers_; // every buffer allocated
 };
 
 /// What a launcher gets: the node, its device buffers, the stream.
