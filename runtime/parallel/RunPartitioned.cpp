@@ -1,10 +1,9 @@
 //===- RunPartitioned.cpp - One partitioned graph on every rank -----------===//
 #include "runtime/parallel/RunPartitioned.h"
 
+#include "runtime/DeviceBuffer.h"
 #include "runtime/Executable.h"
 #include "runtime/parallel/Sharded.h"
-
-#include <cstring>
 
 namespace strata {
 
@@ -42,11 +41,9 @@ runPartitioned(const Graph &g, DeviceGroup &group,
   const Mesh &mesh = group.mesh();
   size_t n = group.numLocal();
   std::vector<std::unique_ptr<Executable>> exes;
-  std::vector<std::vector<HostTensor>> blocks(n);
+  std::vector<std::vector<DeviceBuffer>> buffers(n);
   std::vector<std::vector<const void *>> ptrs(n);
   for (size_t l = 0; l < n; ++l) {
-    if (!group.device(l).isHostMemory())
-      return err("runPartitioned needs host-memory devices");
     auto x = Executable::create(g, group.device(l));
     if (!x)
       return x.takeError();
@@ -61,8 +58,12 @@ runPartitioned(const Graph &g, DeviceGroup &group,
         return err("input %" + g.value(v).name + ": the block of " +
                    inputs[i].type().str() + " is " + b->type().str() +
                    ", the graph wants " + g.type(v).str());
-      ptrs[l].push_back(b->raw());
-      blocks[l].push_back(std::move(*b));
+      buffers[l].emplace_back(group.device(l), b->type());
+      buffers[l].back().fromHost(*b);
+      // The block is copied by the time the device is synchronized.
+      if (auto e = group.device(l).synchronize())
+        return e;
+      ptrs[l].push_back(buffers[l].back().data());
     }
   }
   std::vector<std::vector<void *>> outs(n);
@@ -76,7 +77,9 @@ runPartitioned(const Graph &g, DeviceGroup &group,
     std::vector<HostTensor> local;
     for (size_t l = 0; l < n; ++l) {
       HostTensor t(g.type(v));
-      std::memcpy(t.raw(), outs[l][o], t.bytes());
+      group.device(l).copyToHost(t.raw(), outs[l][o], t.bytes());
+      if (auto e = group.device(l).synchronize())
+        return e;
       local.push_back(std::move(t));
     }
     auto all = group.allGather(local);

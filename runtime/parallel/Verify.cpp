@@ -245,7 +245,9 @@ llvm::Expected<VerifyReport> verifyParallel(const ModelConfig &model,
   // The serial plan: the same compiler and trainer on a mesh of one device,
   // accumulating as many microbatches.
   ParallelConfig one;
-  auto serialGroup = DeviceGroup::inProcess(trainingMesh(one), o.devices);
+  DeviceGroupOptions cpu = o.devices;
+  cpu.backend = Backend::Cpu; // the reference is always the CPU device
+  auto serialGroup = DeviceGroup::inProcess(trainingMesh(one), cpu);
   if (!serialGroup)
     return serialGroup.takeError();
   auto serial = Trainer::create(forward, eval, training, one, **serialGroup);

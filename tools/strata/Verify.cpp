@@ -1,7 +1,8 @@
 //===- Verify.cpp - `strata verify SPEC --tp T --dp D [--sp] ...` ---------===//
 //
 // Runs the serial plan and the parallel plan (tp x dp, or pipelined with
-// --pp/--schedule/--recompute/--microbatches) of a model on CPU devices from
+// --pp/--schedule/--recompute/--microbatches) of a model on CPU devices
+// (or, with --device, the parallel plan on CUDA devices) from
 // the same weights and batches and prints, per tensor, the normwise relative
 // difference (runtime/parallel/Verify.h): the loss and every parameter
 // gradient of one microbatch, the losses of N AdamW steps and the parameters
@@ -72,6 +73,11 @@ cl::opt<bool> activations(
 cl::opt<double> dropout("dropout",
                         cl::desc("Dropout probability (default: the spec's)"),
                         cl::sub(verifyCmd), cl::cat(cat));
+cl::opt<std::string> device(
+    "device",
+    cl::desc("What the parallel plan runs on: cpu, cuda-interpret or cuda "
+             "(the serial plan always runs on one CPU device)"),
+    cl::init("cpu"), cl::sub(verifyCmd), cl::cat(cat));
 
 Error usage(const Twine &msg) { return usageError(msg); }
 
@@ -91,6 +97,9 @@ int runVerify() {
                      "the probability of zeroing an activation"),
       }))
     return reportError(std::move(e));
+  auto backend = parseBackend(device);
+  if (!backend)
+    return reportError(usage("--device: " + toString(backend.takeError())));
   auto loaded = loadPlanOrSpec(input);
   if (!loaded)
     return reportError(loaded.takeError());
@@ -98,6 +107,7 @@ int runVerify() {
   if (given(dropout))
     model.dropout = dropout;
   VerifyOptions o;
+  o.devices.backend = *backend;
   o.parallel = {tp, dp, sp, distOpt};
   o.parallel.pp = pp;
   auto sched = parseScheduleSpec(schedule);
@@ -138,8 +148,11 @@ int runVerify() {
     layout += " pp=" + std::to_string(pc.pp) + " " + pc.schedule.str() +
               " microbatches=" + std::to_string(training.gradAccum) +
               " recompute=" + recomputeModeName(pc.recompute).str();
+  std::string kind =
+      *backend == Backend::Cpu ? "CPU" : backendName(*backend).str();
   outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
-         << " (" << pc.numDevices() << " CPU devices), " << steps
+         << " (" << pc.numDevices() << " " << kind
+         << (pc.numDevices() == 1 ? " device" : " devices") << "), " << steps
          << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
          << " (tensors below " << format("%.0e", kVerifyZeroFloor)
          << " of their group's largest element are numerically zero and "
