@@ -518,8 +518,10 @@ std::string CudaLanguage::scratchAt(const std::string &name) const {
 }
 
 std::string CudaLanguage::negInfinity(DType t) const {
+  // -inf as a float bit pattern (widened exactly for f64): one intrinsic
+  // that the interpret mode's SIMT header has too.
   return t == DType::F32 ? "-__int_as_float(0x7f800000)"
-                         : "-__longlong_as_double(0x7ff0000000000000LL)";
+                         : "(double)-__int_as_float(0x7f800000)";
 }
 
 } // namespace strata::codegen
