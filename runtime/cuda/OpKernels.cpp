@@ -6,13 +6,55 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/OpKernels.h"
+#include "runtime/cuda/Launchers.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace strata::cuda {
 
+namespace launchers {
+
+llvm::Error fail(const OpLaunch &a, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::Twine(opName(a.node.op)) + " (" +
+                                     a.node.scope + "): " + msg);
+}
+
+bool f32OrF64(DType dt) { return dt == DType::F32 || dt == DType::F64; }
+
+llvm::Expected<Function> typed(const OpLaunch &a, llvm::StringRef base,
+                               DType dt) {
+  const char *suffix = dt == DType::F32   ? "f32"
+                       : dt == DType::F64 ? "f64"
+                       : dt == DType::I32 ? "i32"
+                       : dt == DType::I64 ? "i64"
+                                          : nullptr;
+  if (!suffix)
+    return fail(a, "no kernel for dtype " + dtypeName(dt));
+  return a.kernels.kernel((base + "_" + suffix).str());
+}
+
+llvm::Error launch(const OpLaunch &a, Function f, Dim3 grid, Dim3 block,
+                   void **params) {
+  return a.kernels.driver().launch(f, grid, block, 0, a.stream, params);
+}
+
+int64_t shardOffset(const OpLaunch &a, ValueId v, size_t dim) {
+  const Value &val = a.g.value(v);
+  if (!val.sharding || !a.ctx.mesh || dim >= val.sharding->dims.size())
+    return 0;
+  int64_t index = 0;
+  for (const std::string &axis : val.sharding->dims[dim]) // major to minor
+    index = index * a.ctx.mesh->axisSize(axis) +
+            a.ctx.mesh->coord(a.ctx.rank, axis);
+  return index * val.type.shape[dim];
+}
+
+} // namespace launchers
+
 namespace {
+using namespace launchers;
 
 // The kernel sources, one text (runtime/cuda/CMakeLists.txt embeds them);
 // Common.cu, the helpers, comes first.
@@ -28,46 +70,13 @@ const char *const kSources[] = {
 #include "runtime/cuda/kernels/AdamWText.inc"
     ,
 #include "runtime/cuda/kernels/AttentionText.inc"
+    ,
+#include "runtime/cuda/kernels/LayoutText.inc"
+    ,
+#include "runtime/cuda/kernels/ReduceText.inc"
+    ,
+#include "runtime/cuda/kernels/RopeText.inc"
 };
-
-llvm::Error fail(const OpLaunch &a, const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 llvm::Twine(opName(a.node.op)) + " (" +
-                                     a.node.scope + "): " + msg);
-}
-
-bool f32OrF64(DType dt) { return dt == DType::F32 || dt == DType::F64; }
-
-/// The kernel named `base` + "_" + the dtype's suffix.
-llvm::Expected<Function> typed(const OpLaunch &a, llvm::StringRef base,
-                               DType dt) {
-  const char *suffix = dt == DType::F32   ? "f32"
-                       : dt == DType::F64 ? "f64"
-                       : dt == DType::I32 ? "i32"
-                                          : nullptr;
-  if (!suffix)
-    return fail(a, "no kernel for dtype " + dtypeName(dt));
-  return a.kernels.kernel((base + "_" + suffix).str());
-}
-
-llvm::Error launch(const OpLaunch &a, Function f, Dim3 grid, Dim3 block,
-                   void **params) {
-  return a.kernels.driver().launch(f, grid, block, 0, a.stream, params);
-}
-
-/// Offset of this rank's block of `v` along `dim` in the global tensor,
-/// from the value's sharding and the launch's (mesh, rank) (ir/Ops.def,
-/// rank-dependent ops); 0 for a value without sharding or a serial launch.
-int64_t shardOffset(const OpLaunch &a, ValueId v, size_t dim) {
-  const Value &val = a.g.value(v);
-  if (!val.sharding || !a.ctx.mesh || dim >= val.sharding->dims.size())
-    return 0;
-  int64_t index = 0;
-  for (const std::string &axis : val.sharding->dims[dim]) // major to minor
-    index = index * a.ctx.mesh->axisSize(axis) +
-            a.ctx.mesh->coord(a.ctx.rank, axis);
-  return index * val.type.shape[dim];
-}
 
 int64_t rowsOf(const TensorType &t) {
   return t.shape.empty() ? 1 : t.numElements() / t.shape.back();
@@ -352,6 +361,36 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
                            node.operands[3]) &&
                    in(0).dtype == in(1).dtype
                ? attentionGradK
+               : nullptr;
+  case OpKind::Transpose:
+  case OpKind::Broadcast:
+  case OpKind::Slice:
+  case OpKind::Concat: {
+    // Copies of 4- or 8-byte elements, up to rank 8 (kernels/Layout.cu).
+    int64_t bytes = dtypeBytes(out(0).dtype);
+    if ((bytes != 4 && bytes != 8) || out(0).rank() > 8)
+      return nullptr;
+    return node.op == OpKind::Transpose   ? transposeK
+           : node.op == OpKind::Broadcast ? broadcastK
+           : node.op == OpKind::Slice     ? sliceK
+                                          : concatK;
+  }
+  case OpKind::Iota: {
+    DType dt = out(0).dtype;
+    return f32OrF64(dt) || dt == DType::I32 || dt == DType::I64 ? iotaK
+                                                                : nullptr;
+  }
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMean:
+    return f32OrF64(in(0).dtype) && out(0).dtype == in(0).dtype &&
+                   in(0).rank() <= 8
+               ? reduceK
+               : nullptr;
+  case OpKind::Rope:
+    return f32OrF64(in(0).dtype) && in(0).rank() == 4 &&
+                   in(0).shape[3] % 2 == 0 && out(0).dtype == in(0).dtype
+               ? ropeK
                : nullptr;
   default:
     return nullptr;

@@ -73,7 +73,9 @@ std::vector<HostTensor> runOnDevice(Device &d, const KernelModule *m,
 
 /// Ops whose kernels do what the CPU kernel does in the same order: the
 /// same bits.
-const std::set<std::string> kBitwise = {"fill", "gather", "scatter_add"};
+const std::set<std::string> kBitwise = {
+    "fill",      "gather", "scatter_add", "transpose", "broadcast",
+    "slice",     "concat", "iota",        "reduce_max"};
 
 TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
   auto dev = CudaDevice::create(cuda::makeInterpretDriver());
@@ -139,7 +141,9 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
         "rms_norm",  "softmax", "fused",
         // Hand-written kernels (runtime/cuda/kernels).
         "fill", "gather", "scatter_add", "cross_entropy", "cross_entropy_grad",
-        "adamw_update", "attention", "attention_grad"})
+        "adamw_update", "attention", "attention_grad", "reduce_sum",
+        "reduce_max", "reduce_mean", "transpose", "broadcast", "slice",
+        "concat", "iota", "rope"})
     EXPECT_TRUE(covered.count(op)) << op << " not run; ran: " << list;
   std::cout << "ops run on cuda-interpret: " << list << "\n";
   for (const auto &[op, diff] : maxDiff)

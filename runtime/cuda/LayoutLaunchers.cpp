@@ -1,0 +1,229 @@
+//===- LayoutLaunchers.cpp - Launchers of data movement, reductions, rope -===//
+//
+// transpose, broadcast, slice and concat become strided copies
+// (kernels/Layout.cu); reductions over any axes (kernels/Reduce.cu) pick a
+// thread or a block per output by the reduced count; iota; rope through a
+// cos/sin table in scratch (kernels/Rope.cu).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/Launchers.h"
+
+#include <algorithm>
+
+namespace strata::cuda::launchers {
+namespace {
+
+constexpr int kMaxRank = 8; // kernels/Layout.cu, kernels/Reduce.cu
+
+/// kernels/Layout.cu's StridedCopy, laid out alike.
+struct StridedCopy {
+  long long size[kMaxRank], xStride[kMaxRank], yStride[kMaxRank];
+  long long xOffset, yOffset, count;
+  int rank;
+};
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t, 8> stridesOf(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t, 8> s(shape.size(), 1);
+  for (int d = int(shape.size()) - 2; d >= 0; --d)
+    s[d] = s[d + 1] * shape[d + 1];
+  return s;
+}
+
+/// A copy over iteration shape `shape`, writing row-major into `y`'s
+/// layout `yStrides` (from `yOffset`) and reading `x` with `xStrides`.
+StridedCopy stridedCopy(llvm::ArrayRef<int64_t> shape,
+                        llvm::ArrayRef<int64_t> xStrides,
+                        llvm::ArrayRef<int64_t> yStrides, int64_t xOffset = 0,
+                        int64_t yOffset = 0) {
+  StridedCopy c{};
+  c.rank = int(shape.size());
+  c.count = 1;
+  for (int d = 0; d < c.rank; ++d) {
+    c.size[d] = shape[d];
+    c.xStride[d] = xStrides[d];
+    c.yStride[d] = yStrides[d];
+    c.count *= shape[d];
+  }
+  c.xOffset = xOffset;
+  c.yOffset = yOffset;
+  return c;
+}
+
+llvm::Error copy(const OpLaunch &a, const void *x, void *y, StridedCopy c,
+                 DType dt) {
+  auto f = a.kernels.kernel(dtypeBytes(dt) == 8 ? "strata_copy_b8"
+                                                : "strata_copy_b4");
+  if (!f)
+    return f.takeError();
+  void *params[] = {&x, &y, &c};
+  return launch1d(a, *f, c.count, params);
+}
+
+int64_t normDim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+
+/// kernels/Reduce.cu's ReduceDims, laid out alike.
+struct ReduceDims {
+  long long keptSize[kMaxRank], keptStride[kMaxRank], redSize[kMaxRank],
+      redStride[kMaxRank];
+  long long outputs, count;
+  int keptRank, redRank, op;
+};
+/// Reduced counts from which a block (of kReduceThreads) takes each output.
+constexpr int64_t kBlockReduce = 256;
+constexpr unsigned kReduceThreads = 256;
+
+/// kernels/Rope.cu's RopeParams, laid out alike.
+struct RopeParams {
+  double theta, factor, lowFreqFactor, highFreqFactor, sign;
+  long long B, S, H, D, posOffset, originalMaxPositions;
+};
+
+} // namespace
+
+llvm::Error transposeK(const OpLaunch &a) {
+  const TensorType &x = a.inType(0), &y = a.outType(0);
+  IntList perm = a.node.attrs.getInts("perm");
+  auto xs = stridesOf(x.shape);
+  llvm::SmallVector<int64_t, 8> xStrides;
+  for (int64_t p : perm)
+    xStrides.push_back(xs[normDim(p, x.rank())]);
+  return copy(a, a.operands[0], a.results[0],
+              stridedCopy(y.shape, xStrides, stridesOf(y.shape)), y.dtype);
+}
+
+llvm::Error broadcastK(const OpLaunch &a) {
+  const TensorType &x = a.inType(0), &y = a.outType(0);
+  auto xs = stridesOf(x.shape);
+  // Right-aligned, as NumPy: size-1 and missing dims repeat (stride 0).
+  llvm::SmallVector<int64_t, 8> xStrides(y.rank(), 0);
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    int64_t yd = y.rank() - x.rank() + d;
+    if (x.shape[d] != 1 && x.shape[d] != y.shape[yd])
+      return fail(a, "cannot broadcast dim " + llvm::Twine(d) + " of size " +
+                         llvm::Twine(x.shape[d]));
+    xStrides[yd] = x.shape[d] == 1 ? 0 : xs[d];
+  }
+  return copy(a, a.operands[0], a.results[0],
+              stridedCopy(y.shape, xStrides, stridesOf(y.shape)), y.dtype);
+}
+
+llvm::Error sliceK(const OpLaunch &a) {
+  const TensorType &x = a.inType(0), &y = a.outType(0);
+  int64_t dim = normDim(a.node.attrs.getInt("dim"), x.rank());
+  auto xs = stridesOf(x.shape);
+  return copy(a, a.operands[0], a.results[0],
+              stridedCopy(y.shape, xs, stridesOf(y.shape),
+                          a.node.attrs.getInt("start") * xs[dim]),
+              y.dtype);
+}
+
+llvm::Error concatK(const OpLaunch &a) {
+  const TensorType &y = a.outType(0);
+  int64_t dim = normDim(a.node.attrs.getInt("dim"), y.rank());
+  auto ys = stridesOf(y.shape);
+  int64_t at = 0;
+  for (size_t j = 0; j < a.operands.size(); ++j) {
+    const TensorType &x = a.inType(int(j));
+    if (auto e = copy(a, a.operands[j], a.results[0],
+                      stridedCopy(x.shape, stridesOf(x.shape), ys, 0,
+                                  at * ys[dim]),
+                      y.dtype))
+      return e;
+    at += x.shape[dim];
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error iotaK(const OpLaunch &a) {
+  const TensorType &t = a.outType(0);
+  auto f = typed(a, "strata_iota", t.dtype);
+  if (!f)
+    return f.takeError();
+  int64_t dim = normDim(a.node.attrs.getInt("dim"), t.rank());
+  void *out = a.results[0];
+  long long n = t.numElements(), size = t.shape[dim],
+            inner = numElements(llvm::ArrayRef<int64_t>(t.shape).drop_front(
+                dim + 1));
+  void *params[] = {&out, &n, &inner, &size};
+  return launch1d(a, *f, n, params);
+}
+
+llvm::Error reduceK(const OpLaunch &a) {
+  const TensorType &x = a.inType(0);
+  IntList axes = a.node.attrs.getInts("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < x.rank(); ++d)
+      axes.push_back(d);
+  llvm::SmallVector<bool, 8> reduced(x.rank(), false);
+  for (int64_t ax : axes)
+    reduced[normDim(ax, x.rank())] = true;
+  auto xs = stridesOf(x.shape);
+  ReduceDims r{};
+  r.outputs = r.count = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) {
+      r.redSize[r.redRank] = x.shape[d];
+      r.redStride[r.redRank++] = xs[d];
+      r.count *= x.shape[d];
+    } else {
+      r.keptSize[r.keptRank] = x.shape[d];
+      r.keptStride[r.keptRank++] = xs[d];
+      r.outputs *= x.shape[d];
+    }
+  }
+  r.op = a.node.op == OpKind::ReduceSum ? 0 : a.node.op == OpKind::ReduceMax ? 1 : 2;
+  bool block = r.count >= kBlockReduce;
+  auto f = typed(a, block ? "strata_reduce_block" : "strata_reduce", x.dtype);
+  if (!f)
+    return f.takeError();
+  const void *in = a.operands[0];
+  void *out = a.results[0];
+  void *params[] = {&in, &out, &r};
+  if (!block)
+    return launch1d(a, *f, r.outputs, params);
+  return launch(a, *f,
+                {unsigned(std::clamp<long long>(r.outputs, 1, 65535)), 1, 1},
+                {kReduceThreads, 1, 1}, params);
+}
+
+llvm::Error ropeK(const OpLaunch &a) {
+  const TensorType &x = a.inType(0);
+  auto tableF = typed(a, "strata_rope_table", x.dtype);
+  auto ropeF = typed(a, "strata_rope", x.dtype);
+  if (!tableF || !ropeF)
+    return llvm::joinErrors(tableF.takeError(), ropeF.takeError());
+  const Attrs &at = a.node.attrs;
+  RopeParams p{};
+  p.theta = at.getFloat("theta", 10000.0);
+  p.sign = at.getBool("inverse") ? -1.0 : 1.0;
+  p.B = x.shape[0], p.S = x.shape[1], p.H = x.shape[2], p.D = x.shape[3];
+  p.posOffset =
+      at.getInt("pos_offset") + shardOffset(a, a.node.results[0], 1);
+  if (at.has("scaling")) { // {scaling="llama3", ...} (ir/Ops.def)
+    p.factor = at.getFloat("factor");
+    p.lowFreqFactor = at.getFloat("low_freq_factor");
+    p.highFreqFactor = at.getFloat("high_freq_factor");
+    p.originalMaxPositions = at.getInt("original_max_positions");
+    if (p.originalMaxPositions > 0 &&
+        !(p.factor > 0 && p.lowFreqFactor > 0 &&
+          p.highFreqFactor > p.lowFreqFactor))
+      return fail(a, "llama3 scaling needs factor > 0 and high_freq_factor > "
+                     "low_freq_factor > 0");
+  }
+  long long pairs = p.S * (p.D / 2);
+  auto table = a.kernels.scratch(
+      a.stream, std::max<int64_t>(2 * pairs, 1) * dtypeBytes(x.dtype));
+  if (!table)
+    return table.takeError();
+  void *t = *table;
+  void *tableParams[] = {&t, &p};
+  if (auto e = launch1d(a, *tableF, pairs, tableParams))
+    return e;
+  const void *in = a.operands[0];
+  void *out = a.results[0];
+  void *params[] = {&in, &out, &t, &p};
+  return launch1d(a, *ropeF, p.B * p.H * pairs, params);
+}
+
+} // namespace strata::cuda::launchers
