@@ -18,6 +18,7 @@
 #include "runtime/cuda/OpKernels.h"
 #include "runtime/cuda/interpret/InterpretDriver.h"
 
+#include "codegen/NvrtcCompiler.h"
 #include "ir/IRText.h"
 #include "ir/Op.h"
 #include "runtime/cpu/CpuDevice.h"
@@ -169,6 +170,30 @@ TEST(CudaOps, HandWrittenKernelsRefuseOperandsTheyDoNotTake) {
   EXPECT_EQ(cuda::opLauncher(*g, g->nodes()[0]), nullptr);
   EXPECT_EQ(cuda::opLauncher(*g, g->nodes()[1]), nullptr);
   EXPECT_NE(cuda::opLauncher(*g, g->nodes()[2]), nullptr);
+}
+
+TEST(CudaOps, HandWrittenKernelsCompileForTheGpuWithoutSpills) {
+  // Interpret mode compiles them with the host compiler; NVRTC must take
+  // the same text (for sm_90: one architecture keeps the test short), and
+  // ptxas must keep every kernel in registers (no spills, no local memory)
+  // and under 48 KiB of static shared memory. The exception: the rope
+  // table's double sin and cos keep a small local array for the reduction
+  // of huge arguments (CUDA's slow path), in a kernel of S x D/2 threads.
+  if (auto e = codegen::nvrtcAvailable())
+    GTEST_SKIP() << llvm::toString(std::move(e));
+  auto r = codegen::compileCubinWithLog(cuda::opKernelSource(), 90,
+                                        {"--ptxas-options=-v"},
+                                        "runtime/cuda/kernels");
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  auto kernels = codegen::parsePtxasReport(r->log);
+  ASSERT_TRUE(bool(kernels)) << llvm::toString(kernels.takeError());
+  EXPECT_GE(kernels->size(), 38u);
+  for (const codegen::KernelResources &k : *kernels) {
+    EXPECT_EQ(k.spillStores + k.spillLoads, 0) << k.name;
+    if (!llvm::StringRef(k.name).startswith("strata_rope_table"))
+      EXPECT_EQ(k.stackFrame, 0) << k.name;
+    EXPECT_LE(k.sharedBytes, 48 * 1024) << k.name;
+  }
 }
 
 } // namespace

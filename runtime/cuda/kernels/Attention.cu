@@ -91,6 +91,7 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
       __syncthreads(); // the previous tile's reads are done
       strata_attn_load(q, a, b, i0, BQ, h, a.Hq, sQ);
       T m = -inf, l = 0, acc[R];
+      #pragma unroll
       for (int x = 0; x < R; ++x)
         acc[x] = 0;
       long long jEnd = a.endKey(i0 + BQ < a.S ? i0 + BQ : a.S);
@@ -114,11 +115,13 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
           continue; // nothing visible to this row yet
         T corr = strata_exp(m - mNew);
         l *= corr;
+        #pragma unroll
         for (int x = 0; x < R; ++x)
           acc[x] *= corr;
         for (int jj = 0; jj < BK; ++jj) {
           T p = strata_exp(sS[r * BK + jj] - mNew);
           l += p;
+          #pragma unroll
           for (int x = 0; x < R; ++x)
             if (lane + L * x < a.D)
               acc[x] += p * sV[jj * a.D + lane + L * x];
@@ -126,6 +129,7 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
         m = mNew;
       }
       T part = 0;
+      #pragma unroll
       for (int x = 0; x < R; ++x) {
         long long d = lane + L * x;
         if (d >= a.D || i >= a.S)
@@ -204,6 +208,7 @@ __device__ void strata_attn_dq_impl(const T *dout, const T *q, const T *k,
       strata_attn_load(dout, a, b, i0, BQ, h, a.Hq, sDO);
       strata_attn_load_stats(stats, a, bh, i0, sStat);
       T acc[R];
+      #pragma unroll
       for (int x = 0; x < R; ++x)
         acc[x] = 0;
       long long jEnd = a.endKey(i0 + BQ < a.S ? i0 + BQ : a.S);
@@ -216,11 +221,13 @@ __device__ void strata_attn_dq_impl(const T *dout, const T *q, const T *k,
         __syncthreads();
         for (int jj = 0; jj < BK; ++jj) {
           T ds = sDS[r * BK + jj];
+          #pragma unroll
           for (int x = 0; x < R; ++x)
             if (lane + L * x < a.D)
               acc[x] += ds * sK[jj * a.D + lane + L * x];
         }
       }
+      #pragma unroll
       for (int x = 0; x < R; ++x)
         if (lane + L * x < a.D && i < a.S)
           dq[a.at(b, i, h, a.Hq) + lane + L * x] = acc[x];
@@ -247,6 +254,7 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
       strata_attn_load(k, a, b, j0, BK, g, a.Hkv, sK);
       strata_attn_load(v, a, b, j0, BK, g, a.Hkv, sV);
       T accK[R], accV[R];
+      #pragma unroll
       for (int x = 0; x < R; ++x)
         accK[x] = accV[x] = 0;
       long long iBegin = a.firstQuery(j0);
@@ -264,6 +272,7 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
           __syncthreads();
           for (int rr = 0; rr < BQ; ++rr) {
             T p = sP[rr * BK + r], ds = sDS[rr * BK + r];
+            #pragma unroll
             for (int x = 0; x < R; ++x)
               if (lane + L * x < a.D) {
                 accV[x] += p * sDO[rr * a.D + lane + L * x];
@@ -271,6 +280,7 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
               }
           }
         }
+      #pragma unroll
       for (int x = 0; x < R; ++x)
         if (lane + L * x < a.D && j < a.S) {
           dk[a.at(b, j, g, a.Hkv) + lane + L * x] = accK[x];
@@ -279,47 +289,47 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_fwd_f32(const float *q, const float *k, const float *v,
                         float *out, AttnDims a, double scale) {
   strata_attn_fwd_impl<float>(q, k, v, out, nullptr, nullptr, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_fwd_f64(const double *q, const double *k, const double *v,
                         double *out, AttnDims a, double scale) {
   strata_attn_fwd_impl<double>(q, k, v, out, nullptr, nullptr, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_stats_f32(const float *dout, const float *q, const float *k,
                           const float *v, float *stats, AttnDims a,
                           double scale) {
   strata_attn_fwd_impl<float>(q, k, v, nullptr, dout, stats, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_stats_f64(const double *dout, const double *q, const double *k,
                           const double *v, double *stats, AttnDims a,
                           double scale) {
   strata_attn_fwd_impl<double>(q, k, v, nullptr, dout, stats, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_dq_f32(const float *dout, const float *q, const float *k,
                        const float *v, const float *stats, float *dq,
                        AttnDims a, double scale) {
   strata_attn_dq_impl<float>(dout, q, k, v, stats, dq, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_dq_f64(const double *dout, const double *q, const double *k,
                        const double *v, const double *stats, double *dq,
                        AttnDims a, double scale) {
   strata_attn_dq_impl<double>(dout, q, k, v, stats, dq, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_dkv_f32(const float *dout, const float *q, const float *k,
                         const float *v, const float *stats, float *dk,
                         float *dv, AttnDims a, double scale) {
   strata_attn_dkv_impl<float>(dout, q, k, v, stats, dk, dv, a, scale);
 }
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(128, 1)
     strata_attn_dkv_f64(const double *dout, const double *q, const double *k,
                         const double *v, const double *stats, double *dk,
                         double *dv, AttnDims a, double scale) {
