@@ -52,9 +52,7 @@ std::string elementIndex(const KernelPlan &p, const KernelLoad &l,
   llvm::ArrayRef<int64_t> dims(p.dims), strides(l.strides);
   std::string row = stridedIndex(r, dims.drop_back(), strides.drop_back());
   int64_t s = strides.back();
-  std::string col = s == 0   ? "0"
-                    : s == 1 ? c.str()
-                             : c.str() + " * " + num(s);
+  std::string col = s == 0 ? "0" : s == 1 ? c.str() : c.str() + " * " + num(s);
   if (row == "0")
     return col;
   return col == "0" ? row : row + " + " + col;
@@ -88,8 +86,7 @@ void vectorCheck(llvm::raw_ostream &os, const KernelPlan &p,
       checks.push_back("strata_aligned(out" + num(k) + ", " +
                        bytes(p.stores[k]) + ")");
   os << "  const bool vec = "
-     << (checks.empty() ? "false" : llvm::join(checks, " &&\n      "))
-     << ";\n";
+     << (checks.empty() ? "false" : llvm::join(checks, " &&\n      ")) << ";\n";
 }
 
 // `double acc<store>[n] = {};` for each column sum.
@@ -106,7 +103,8 @@ void chunkRows(llvm::raw_ostream &os, const KernelPlan &p, const CudaLaunch &l,
   int64_t rows = p.numElements() / p.inner();
   os << indent << "const " << I << " rEnd = chunk == " << l.chunks - 1 << " ? "
      << rows << " : (chunk + 1) * " << R << ";\n"
-     << indent << "for (" << I << " r = chunk * " << R << "; r < rEnd; ++r) {\n";
+     << indent << "for (" << I << " r = chunk * " << R
+     << "; r < rEnd; ++r) {\n";
 }
 
 // The chunk's column sums of the group at c0 into the workspace.
@@ -291,8 +289,7 @@ void CudaLanguage::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
   os << "int64_t n,\n    uint64_t seed, uint64_t step) {\n";
 }
 
-std::string CudaLanguage::groupBegin(llvm::raw_ostream &os,
-                                     const KernelPlan &p,
+std::string CudaLanguage::groupBegin(llvm::raw_ostream &os, const KernelPlan &p,
                                      const std::string &indent,
                                      llvm::ArrayRef<size_t> stores) const {
   CudaLaunch l = cudaLaunchOf(p);
@@ -329,8 +326,7 @@ void CudaLanguage::groupEnd(llvm::raw_ostream &os, const KernelPlan &p,
   os << indent << "}\n";
   if (cudaLaunchOf(p).vector > 1)
     for (size_t k : stores)
-      os << indent << "strata_store(out" << k << " + i0, b" << k
-         << ", vec);\n";
+      os << indent << "strata_store(out" << k << " + i0, b" << k << ", vec);\n";
 }
 
 std::string CudaLanguage::loopBegin(llvm::raw_ostream &os, const KernelPlan &p,
@@ -384,8 +380,7 @@ std::string CudaLanguage::accumulate(const KernelPlan &, size_t store,
 std::string CudaLanguage::load(const KernelPlan &p, size_t k) const {
   if (cudaVectorLoad(p, cudaLaunchOf(p), k))
     return "a" + num(k) + "[el]";
-  return "in" + num(k) + "[" + elementIndex(p, p.loads[k], "i", "r", "c") +
-         "]";
+  return "in" + num(k) + "[" + elementIndex(p, p.loads[k], "i", "r", "c") + "]";
 }
 
 std::string CudaLanguage::store(const KernelPlan &p, size_t k,

@@ -136,8 +136,8 @@ void Language::rowLoopEnd(llvm::raw_ostream &os, const KernelPlan &) const {
 
 std::string Language::colLoopBegin(llvm::raw_ostream &os, const KernelPlan &p,
                                    const std::string &indent,
-                                   llvm::ArrayRef<std::string> sums,
-                                   bool max, llvm::ArrayRef<size_t>) const {
+                                   llvm::ArrayRef<std::string> sums, bool max,
+                                   llvm::ArrayRef<size_t>) const {
   std::string C = std::to_string(p.inner());
   os << "#pragma omp simd";
   if (!sums.empty())

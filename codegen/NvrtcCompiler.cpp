@@ -48,8 +48,8 @@ struct Nvrtc {
                              "libnvrtc.so.11.2", "libnvrtc.so"};
     for (const char *so : sonames)
       tries.push_back(so);
-    for (std::string dir : {std::string(STRATA_NVRTC_DIR),
-                            std::string("/usr/local/cuda/lib64")})
+    for (std::string dir :
+         {std::string(STRATA_NVRTC_DIR), std::string("/usr/local/cuda/lib64")})
       if (!dir.empty())
         for (const char *so : sonames)
           tries.push_back(dir + "/" + so);
@@ -106,8 +106,7 @@ llvm::Error nvrtcError(nvrtcResult r, const llvm::Twine &what,
 llvm::Error nvrtcAvailable() {
   if (nvrtc().why.empty())
     return llvm::Error::success();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 nvrtc().why);
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), nvrtc().why);
 }
 
 llvm::Expected<std::string> compileCubin(llvm::StringRef source, int arch,
@@ -127,8 +126,8 @@ compileCubinWithLog(llvm::StringRef source, int arch,
   const Nvrtc &api = nvrtc();
   nvrtcProgram prog;
   std::string src = source.str(), file = fileName.str();
-  if (nvrtcResult r = api.nvrtcCreateProgram(&prog, src.c_str(), file.c_str(), 0,
-                                         nullptr, nullptr);
+  if (nvrtcResult r = api.nvrtcCreateProgram(&prog, src.c_str(), file.c_str(),
+                                             0, nullptr, nullptr);
       r != NVRTC_SUCCESS)
     return nvrtcError(r, "creating the program");
   auto destroy = llvm::make_scope_exit([&] { api.nvrtcDestroyProgram(&prog); });
@@ -153,7 +152,8 @@ compileCubinWithLog(llvm::StringRef source, int arch,
     return nvrtcError(e, "getting the cubin size");
   CubinAndLog out;
   out.cubin.assign(size, '\0');
-  if (nvrtcResult e = api.nvrtcGetCUBIN(prog, out.cubin.data()); e != NVRTC_SUCCESS)
+  if (nvrtcResult e = api.nvrtcGetCUBIN(prog, out.cubin.data());
+      e != NVRTC_SUCCESS)
     return nvrtcError(e, "getting the cubin");
   out.log = std::move(log);
   return out;
@@ -187,8 +187,8 @@ parsePtxasReport(llvm::StringRef log) {
                                        "ptxas report: no register count for " +
                                            kernels.back().name);
       llvm::StringRef rest = line.drop_front(at + 26);
-      kernels.push_back({rest.take_until([](char c) { return c == '\''; })
-                             .str()});
+      kernels.push_back(
+          {rest.take_until([](char c) { return c == '\''; }).str()});
       open = true;
     } else if (open && line.contains("bytes stack frame")) {
       kernels.back().stackFrame = number(line, " bytes stack frame");

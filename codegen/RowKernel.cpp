@@ -38,8 +38,7 @@ void KernelWriter::writeRowLoops() {
     if (annotate_)
       os_ << in << "// prologue\n";
     llvm::SmallVector<size_t, 4> stores = storesOf(Pass::Prologue);
-    element(lang_.colLoopBegin(os_, p_, in, {}, false, stores),
-            Pass::Prologue);
+    element(lang_.colLoopBegin(os_, p_, in, {}, false, stores), Pass::Prologue);
     lang_.colLoopEnd(os_, p_, in, stores);
   }
   rowOp(in);

@@ -34,10 +34,10 @@
 #include "codegen/NvrtcCompiler.h"
 #include "codegen/Renderer.h"
 #include "ir/IRText.h"
-#include "llvm/ADT/DenseMap.h"
 #include "runtime/cuda/Driver.h"
 #include "runtime/cuda/interpret/InterpretDriver.h"
 #include "test/codegen/RunOnCpu.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <cmath>
 #include <cstring>
@@ -213,8 +213,8 @@ void Fused::runKernel(const codegen::KernelPlan &p, cuda::Module &module,
   got.clear();
   for (size_t r = 0; r < outs.size(); ++r) {
     got.emplace_back(want[r].type());
-    ASSERT_OK(d.copyToHost(got.back().raw(), outs[r], got.back().bytes(),
-                           stream));
+    ASSERT_OK(
+        d.copyToHost(got.back().raw(), outs[r], got.back().bytes(), stream));
   }
   ASSERT_OK(d.synchronize(stream));
   for (cuda::DevicePtr ptr : allocs)
@@ -264,13 +264,13 @@ void Fused::checkGraph(const Graph &g, int &count) {
       ValueId av = p.body->node(p.anchor).results[0];
       for (size_t r = 0, k = 0; r < p.body->outputs().size(); ++r)
         want.push_back(p.body->outputs()[r] == av ? anchor[0]
-                                                   : std::move(loop[k++]));
+                                                  : std::move(loop[k++]));
     }
     ASSERT_EQ(want.size(), p.stores.size());
     codegen::CudaLaunch geometry = codegen::cudaLaunchOf(p);
     std::vector<HostTensor> got;
-    runKernel(p, **module, source.symbols[k], in, anchor, want,
-              geometry.blocks, 0, launch, got);
+    runKernel(p, **module, source.symbols[k], in, anchor, want, geometry.blocks,
+              0, launch, got);
     if (HasFatalFailure())
       return;
     for (size_t r = 0; r < got.size(); ++r) {
@@ -289,8 +289,8 @@ void Fused::checkGraph(const Graph &g, int &count) {
           for (int64_t row = 0; row < rows; ++row)
             ref += x.get(row * C + c);
           ASSERT_LE(std::abs(got[r].get(c) - ref), 1e-6 * (std::abs(ref) + 1))
-              << "kernel " << p.name << " (" << n.scope << ") column sum "
-              << r << " column " << c << ": " << got[r].get(c)
+              << "kernel " << p.name << " (" << n.scope << ") column sum " << r
+              << " column " << c << ": " << got[r].get(c)
               << ", the stored elements add up to " << ref;
         }
         continue;
@@ -298,10 +298,10 @@ void Fused::checkGraph(const Graph &g, int &count) {
       for (int64_t i = 0; i < got[r].numElements(); ++i) {
         double x = got[r].get(i), y = want[r].get(i);
         ASSERT_LE(std::abs(x - y), 1e-5 * (std::abs(y) + 1))
-            << "kernel " << p.name << " (" << n.scope << ", anchor "
-            << p.anchor << ", sum " << (p.sumOf(r) != nullptr) << ") result "
-            << r << " element " << i << ": " << driver->kind().str() << " "
-            << x << ", cpu " << y;
+            << "kernel " << p.name << " (" << n.scope << ", anchor " << p.anchor
+            << ", sum " << (p.sumOf(r) != nullptr) << ") result " << r
+            << " element " << i << ": " << driver->kind().str() << " " << x
+            << ", cpu " << y;
       }
     }
     struct Variant {
@@ -317,8 +317,7 @@ void Fused::checkGraph(const Graph &g, int &count) {
       if (HasFatalFailure())
         return;
       for (size_t r = 0; r < got.size(); ++r)
-        ASSERT_EQ(std::memcmp(got[r].raw(), other[r].raw(), got[r].bytes()),
-                  0)
+        ASSERT_EQ(std::memcmp(got[r].raw(), other[r].raw(), got[r].bytes()), 0)
             << "kernel " << p.name << " result " << r << " differs on "
             << v.what;
     }

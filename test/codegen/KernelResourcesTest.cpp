@@ -66,13 +66,12 @@ TEST_P(KernelResources, NoSpillsNoLocalMemoryOnSm90) {
   auto lib = compiledCudaLibrary(test::exampleSpec(GetParam()));
   ASSERT_TRUE(bool(lib)) << toString(lib.takeError());
   ASSERT_FALSE(lib->entries.empty());
-  auto out = codegen::compileCubinWithLog(
-      lib->source, 90, {"--ptxas-options=-v"},
-      std::string(GetParam()) + "_kernels.cu");
+  auto out =
+      codegen::compileCubinWithLog(lib->source, 90, {"--ptxas-options=-v"},
+                                   std::string(GetParam()) + "_kernels.cu");
   ASSERT_TRUE(bool(out)) << toString(out.takeError());
   auto report = codegen::parsePtxasReport(out->log);
-  ASSERT_TRUE(bool(report)) << toString(report.takeError()) << "\n"
-                            << out->log;
+  ASSERT_TRUE(bool(report)) << toString(report.takeError()) << "\n" << out->log;
   llvm::StringMap<codegen::KernelResources> byName;
   for (const codegen::KernelResources &k : *report)
     byName[k.name] = k;
@@ -100,9 +99,9 @@ TEST_P(KernelResources, NoSpillsNoLocalMemoryOnSm90) {
                          (long long)k.stackFrame, (long long)k.spillStores,
                          (long long)k.spillLoads);
       EXPECT_EQ(k.spillStores + k.spillLoads, 0)
-          << GetParam() << ": kernel " << name << " spills ("
-          << k.spillStores << " bytes stored, " << k.spillLoads
-          << " loaded) at " << k.registers << " registers";
+          << GetParam() << ": kernel " << name << " spills (" << k.spillStores
+          << " bytes stored, " << k.spillLoads << " loaded) at " << k.registers
+          << " registers";
       EXPECT_EQ(k.stackFrame, 0)
           << GetParam() << ": kernel " << name << " uses " << k.stackFrame
           << " bytes of local memory per thread";
@@ -115,13 +114,11 @@ TEST_P(KernelResources, NoSpillsNoLocalMemoryOnSm90) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, KernelResources,
-                         testing::Values("gpt2_124m", "gpt2_1.5b",
-                                         "llama2_7b"),
+                         testing::Values("gpt2_124m", "gpt2_1.5b", "llama2_7b"),
                          [](const auto &info) {
                            std::string name = info.param;
-                           llvm::erase_if(name, [](char c) {
-                             return !llvm::isAlnum(c);
-                           });
+                           llvm::erase_if(
+                               name, [](char c) { return !llvm::isAlnum(c); });
                            return name;
                          });
 
@@ -149,8 +146,8 @@ TEST(KernelResources, RowOpsAtTheLongestRowDoNotSpill) {
               6);
     codegen::KernelSource source =
         codegen::renderKernels(plans, codegen::Target::Cuda);
-    auto out = codegen::compileCubinWithLog(source.text, 90,
-                                            {"--ptxas-options=-v"});
+    auto out =
+        codegen::compileCubinWithLog(source.text, 90, {"--ptxas-options=-v"});
     ASSERT_TRUE(bool(out)) << toString(out.takeError());
     auto report = codegen::parsePtxasReport(out->log);
     ASSERT_TRUE(bool(report)) << toString(report.takeError());
