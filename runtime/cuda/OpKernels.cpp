@@ -115,15 +115,15 @@ llvm::Error scatterAddK(const OpLaunch &a) {
   long long N = a.inType(1).numElements(), V = a.outType(0).shape[0],
             H = a.outType(0).shape[1];
   long long start = shardOffset(a, a.node.results[0], 0);
-  // Row buckets (grid.y) so that ~64K threads own the output's elements.
+  // Row buckets (grid.y) so that ~64K threads own the output's elements;
+  // each thread reads all N ids, so the buckets stay few.
   unsigned threads = unsigned(std::clamp<long long>(H, 32, 256));
-  unsigned blocksX =
-      unsigned(std::min<long long>((H + threads - 1) / threads, 65535));
-  unsigned buckets = unsigned(
-      std::clamp<long long>(65536 / (H ? H : 1), 1, std::min(V, 65535LL)));
+  unsigned blocksX = unsigned(
+      std::clamp<long long>((H + threads - 1) / threads, 1, 65535));
+  unsigned buckets = unsigned(std::clamp<long long>(
+      65536 / std::max(H, 1LL), 1, std::clamp(V, 1LL, 65535LL)));
   void *params[] = {&dy, &ids, &out, &N, &V, &H, &start};
-  return launch(a, *f, {blocksX, std::max(buckets, 1u), 1}, {threads, 1, 1},
-                params);
+  return launch(a, *f, {blocksX, buckets, 1}, {threads, 1, 1}, params);
 }
 
 // Row kernels of the loss: one block of kRowThreads per row.
