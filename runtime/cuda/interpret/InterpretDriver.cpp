@@ -15,6 +15,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 
 namespace strata::cuda {
 
@@ -52,8 +53,10 @@ public:
 };
 
 /// Host compiler flags: no strict aliasing, since kernels read float arrays
-/// as float4.
-constexpr llvm::StringLiteral kFlags[] = {"-O2", "-w", "-fno-strict-aliasing"};
+/// as float4; no fortified longjmp, which refuses the jumps between fiber
+/// stacks (Simt.h).
+constexpr llvm::StringLiteral kFlags[] = {"-O2", "-w", "-fno-strict-aliasing",
+                                          "-U_FORTIFY_SOURCE"};
 
 /// The names of the kernels of `source` (see Driver.h for the dialect).
 std::vector<std::string> kernelNames(llvm::StringRef source) {
@@ -67,6 +70,68 @@ std::vector<std::string> kernelNames(llvm::StringRef source) {
     source = source.substr(m[0].end() - source.begin());
   }
   return names;
+}
+
+/// The kernels of `source` that synchronize: their body, or a function they
+/// call (transitively), uses __syncthreads, __syncwarp or a shuffle. The
+/// others run their threads without fibers. Top-level definitions are
+/// found by brace depth (the dialect has no block comments); a name counts
+/// as called where it appears.
+std::set<std::string> synchronizingKernels(llvm::StringRef text) {
+  // Without comments and preprocessor lines, whose parentheses and braces
+  // would mislead the parse.
+  std::string code;
+  for (llvm::StringRef rest = text; !rest.empty();) {
+    auto [line, next] = rest.split('\n');
+    rest = next;
+    if (line.ltrim().startswith("#"))
+      continue;
+    code += line.substr(0, line.find("//")).str() + "\n";
+  }
+  llvm::StringRef source = code;
+  struct Definition {
+    std::string name;
+    llvm::StringRef body;
+  };
+  std::vector<Definition> defs;
+  size_t depth = 0, start = 0, open = 0;
+  for (size_t i = 0; i < source.size(); ++i) {
+    char c = source[i];
+    if (c == '{' && depth++ == 0)
+      open = i;
+    if (c == '}' && depth && --depth == 0) {
+      std::string text = source.slice(start, open).str();
+      size_t bounds = text.find("__launch_bounds__(");
+      if (bounds != std::string::npos)
+        text.erase(bounds, text.find(')', bounds) + 1 - bounds);
+      llvm::StringRef head = text;
+      size_t paren = head.find('(');
+      llvm::StringRef name = head.substr(0, paren).rtrim();
+      size_t from = name.find_last_of(" \t\n*&>");
+      name = from == llvm::StringRef::npos ? name : name.substr(from + 1);
+      defs.push_back({name.str(), source.slice(open, i + 1)});
+      start = i + 1;
+    }
+    if (c == ';' && depth == 0)
+      start = i + 1;
+  }
+  std::set<std::string> syncing;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Definition &d : defs) {
+      if (syncing.count(d.name))
+        continue;
+      bool syncs = d.body.contains("__syncthreads") ||
+                   d.body.contains("__syncwarp") || d.body.contains("__shfl");
+      for (const std::string &f : syncing)
+        syncs |= d.body.contains(f + "(") || d.body.contains(f + "<");
+      if (syncs) {
+        syncing.insert(d.name);
+        changed = true;
+      }
+    }
+  }
+  return syncing;
 }
 
 class InterpretDriver : public Driver {
@@ -241,15 +306,14 @@ public:
     void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return err("cannot load " + *lib + " (" + dlerror() + ")");
-    bool fibers = source.contains("__syncthreads") ||
-                  source.contains("__shfl") || source.contains("__syncwarp");
+    std::set<std::string> syncing = synchronizingKernels(source);
     auto module = std::make_unique<InterpretModule>();
     for (const std::string &k : names) {
       auto entry = reinterpret_cast<EntryFn>(
           dlsym(handle, ("strata_simt_entry_" + k).c_str()));
       if (!entry)
         return err(*lib + " has no entry point for kernel " + k);
-      module->kernels[k] = Kernel{k, entry, fibers};
+      module->kernels[k] = Kernel{k, entry, syncing.count(k) > 0};
     }
     return std::unique_ptr<Module>(std::move(module));
   }

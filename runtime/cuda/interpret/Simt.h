@@ -4,7 +4,8 @@
 // host compiler (InterpretDriver.cpp), so the very text NVRTC compiles for
 // a GPU runs on the CPU. Each block of a launch runs on the calling host
 // thread; when the kernel synchronizes (__syncthreads, __syncwarp, warp
-// shuffles) each of its threads is a fiber (ucontext) and a scheduler runs
+// shuffles) each of its threads is a fiber (made once per host thread with
+// makecontext, switched with _setjmp/_longjmp) and a scheduler runs
 // them until each waits at a barrier or exits, then releases the barrier:
 // a block barrier when every thread of the block waits at one, a warp
 // barrier when every live thread of the warp does. Threads waiting at
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <setjmp.h>
 #include <tuple>
 #include <type_traits>
 #include <ucontext.h>
@@ -58,7 +60,6 @@ struct Thread {
   int linear = 0;
   Wait wait = Wait::Running;
   unsigned shuffles = 0; // warp shuffles it has published
-  ucontext_t context;
 };
 
 constexpr int kWarp = 32;
@@ -71,7 +72,9 @@ struct Block {
   Thread *threads = nullptr;
   int count = 0;
   Thread *current = nullptr;
-  ucontext_t scheduler;
+  jmp_buf scheduler;
+  void (*run)(void *) = nullptr; // the kernel body of one thread
+  void *body = nullptr;
   // Warp exchange slots, double-buffered by generation (a lane reads the
   // generation it wrote while its warp-mates may already write the next).
   unsigned long long slots[2][1024];
@@ -81,6 +84,32 @@ struct Block {
 };
 
 inline thread_local Block *current = nullptr;
+
+/// Fiber i of this host thread runs GPU thread i of each block, one after
+/// another: made once (makecontext), then switched with _setjmp/_longjmp,
+/// which, unlike swapcontext, make no system call.
+struct Fiber {
+  jmp_buf jump;
+  bool alive = false;
+};
+inline thread_local Fiber fibers[1024];
+inline thread_local char *fiberStacks = nullptr;
+
+/// Back to the scheduler from the running fiber.
+inline void yieldToScheduler() {
+  Block &b = *current;
+  if (!_setjmp(fibers[b.current->linear].jump))
+    _longjmp(b.scheduler, 1);
+}
+
+inline void fiberMain() {
+  for (;;) {
+    Block &b = *current;
+    b.run(b.body);
+    b.current->wait = Wait::Done;
+    yieldToScheduler();
+  }
+}
 
 inline void fail(const char *what) {
   char *e = current->launch->error;
@@ -97,9 +126,8 @@ inline void waitAt(Wait w) {
     fail("the kernel synchronizes but was launched without fibers");
     return;
   }
-  Thread *t = b.current;
-  t->wait = w;
-  swapcontext(&t->context, &b.scheduler);
+  b.current->wait = w;
+  yieldToScheduler();
 }
 
 /// A warp shuffle: every live lane of the warp publishes `v`, then reads
@@ -169,16 +197,6 @@ inline bool release(Block &b) {
   return released;
 }
 
-template <typename Body> struct FiberStart {
-  static inline thread_local Body *body = nullptr;
-  static void run() {
-    Block &b = *current;
-    (*body)();
-    b.current->wait = Wait::Done;
-    swapcontext(&b.current->context, &b.scheduler);
-  }
-};
-
 /// Runs every thread of the current block to completion.
 template <typename Body> void runBlock(Block &b, Body &body) {
   if (!b.fibers) {
@@ -188,23 +206,13 @@ template <typename Body> void runBlock(Block &b, Body &body) {
     }
     return;
   }
-  static thread_local char *stacks = nullptr;
-  static thread_local int stackCount = 0;
-  if (stackCount < b.count) {
-    std::free(stacks);
-    stacks = static_cast<char *>(std::malloc(kStackBytes * b.count));
-    stackCount = b.count;
-  }
-  FiberStart<Body>::body = &body;
+  b.run = [](void *p) { (*static_cast<Body *>(p))(); };
+  b.body = &body;
+  if (!fiberStacks)
+    fiberStacks = static_cast<char *>(std::malloc(kStackBytes * 1024));
   for (int i = 0; i < b.count; ++i) {
-    Thread &t = b.threads[i];
-    getcontext(&t.context);
-    t.context.uc_stack.ss_sp = stacks + kStackBytes * i;
-    t.context.uc_stack.ss_size = kStackBytes;
-    t.context.uc_link = nullptr;
-    makecontext(&t.context, &FiberStart<Body>::run, 0);
-    t.wait = Wait::Running;
-    t.shuffles = 0;
+    b.threads[i].wait = Wait::Running;
+    b.threads[i].shuffles = 0;
   }
   for (;;) {
     for (int i = 0; i < b.count; ++i) {
@@ -212,7 +220,18 @@ template <typename Body> void runBlock(Block &b, Body &body) {
       if (t.wait != Wait::Running)
         continue;
       b.current = &t;
-      swapcontext(&b.scheduler, &t.context);
+      if (_setjmp(b.scheduler))
+        continue; // the fiber waits or is done
+      if (fibers[i].alive)
+        _longjmp(fibers[i].jump, 1);
+      fibers[i].alive = true;
+      ucontext_t start, here;
+      getcontext(&start);
+      start.uc_stack.ss_sp = fiberStacks + kStackBytes * i;
+      start.uc_stack.ss_size = kStackBytes;
+      start.uc_link = nullptr;
+      makecontext(&start, &fiberMain, 0);
+      swapcontext(&here, &start); // never returns here
     }
     if (!release(b)) {
       for (int i = 0; i < b.count; ++i)
@@ -220,6 +239,9 @@ template <typename Body> void runBlock(Block &b, Body &body) {
           fail("threads wait at barriers that can never all be reached "
                "(a __syncthreads or warp shuffle not reached by every "
                "live thread of its block or warp)");
+          // Fibers stopped mid-kernel start afresh next time.
+          for (Fiber &f : fibers)
+            f.alive = false;
           return;
         }
       return;
