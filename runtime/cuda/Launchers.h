@@ -2,7 +2,7 @@
 //
 // Helpers of the launchers of runtime/cuda/OpKernels.h, and the launchers
 // defined outside OpKernels.cpp (LayoutLaunchers.cpp: data movement,
-// reductions, iota, rope). Not for use outside runtime/cuda.
+// reductions, iota, rope, the rank-dependent ops). Not for use outside runtime/cuda.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -33,5 +33,8 @@ llvm::Error concatK(const OpLaunch &a);
 llvm::Error iotaK(const OpLaunch &a);
 llvm::Error reduceK(const OpLaunch &a);
 llvm::Error ropeK(const OpLaunch &a);
+llvm::Error shardSliceK(const OpLaunch &a);
+llvm::Error pickLabelK(const OpLaunch &a);
+llvm::Error oneHotK(const OpLaunch &a);
 
 } // namespace strata::cuda::launchers

@@ -1,7 +1,8 @@
 //===- LayoutLaunchers.cpp - Launchers of data movement, reductions, rope -===//
 //
-// transpose, broadcast, slice and concat become strided copies
-// (kernels/Layout.cu); reductions over any axes (kernels/Reduce.cu) pick a
+// transpose, broadcast, slice, concat and shard_slice become strided copies
+// (kernels/Layout.cu); pick_label and one_hot (kernels/Partition.cu);
+// reductions over any axes (kernels/Reduce.cu) pick a
 // thread or a block per output by the reduced count; iota; rope through a
 // cos/sin table in scratch (kernels/Rope.cu).
 //
@@ -224,6 +225,48 @@ llvm::Error ropeK(const OpLaunch &a) {
   void *out = a.results[0];
   void *params[] = {&in, &out, &t, &p};
   return launch1d(a, *ropeF, p.B * p.H * pairs, params);
+}
+
+llvm::Error shardSliceK(const OpLaunch &a) {
+  if (!a.ctx.mesh)
+    return fail(a, "shard_slice needs the launch's mesh");
+  const TensorType &x = a.inType(0), &y = a.outType(0);
+  int64_t dim = normDim(a.node.attrs.getInt("dim"), x.rank());
+  int64_t index = 0; // the block's index over `axes`, major to minor
+  for (const std::string &axis : a.node.attrs.getStrings("axes"))
+    index = index * a.ctx.mesh->axisSize(axis) +
+            a.ctx.mesh->coord(a.ctx.rank, axis);
+  auto xs = stridesOf(x.shape);
+  return copy(a, a.operands[0], a.results[0],
+              stridedCopy(y.shape, xs, stridesOf(y.shape),
+                          index * y.shape[dim] * xs[dim]),
+              y.dtype);
+}
+
+llvm::Error pickLabelK(const OpLaunch &a) {
+  auto f = typed(a, "strata_pick_label", a.inType(0).dtype);
+  if (!f)
+    return f.takeError();
+  const TensorType &x = a.inType(0);
+  const void *in = a.operands[0], *labels = a.operands[1];
+  void *out = a.results[0];
+  long long N = a.inType(1).numElements(), C = x.shape.back(),
+            c0 = shardOffset(a, a.node.operands[0], x.rank() - 1);
+  void *params[] = {&in, &labels, &out, &N, &C, &c0};
+  return launch1d(a, *f, N, params);
+}
+
+llvm::Error oneHotK(const OpLaunch &a) {
+  const TensorType &y = a.outType(0);
+  auto f = typed(a, "strata_one_hot", y.dtype);
+  if (!f)
+    return f.takeError();
+  const void *labels = a.operands[0];
+  void *out = a.results[0];
+  long long N = a.inType(0).numElements(), C = y.shape.back(),
+            c0 = shardOffset(a, a.node.results[0], y.rank() - 1);
+  void *params[] = {&labels, &out, &N, &C, &c0};
+  return launch1d(a, *f, N * C, params);
 }
 
 } // namespace strata::cuda::launchers

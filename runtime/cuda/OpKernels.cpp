@@ -76,6 +76,8 @@ const char *const kSources[] = {
 #include "runtime/cuda/kernels/ReduceText.inc"
     ,
 #include "runtime/cuda/kernels/RopeText.inc"
+    ,
+#include "runtime/cuda/kernels/PartitionText.inc"
 };
 
 int64_t rowsOf(const TensorType &t) {
@@ -392,6 +394,19 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
                    in(0).shape[3] % 2 == 0 && out(0).dtype == in(0).dtype
                ? ropeK
                : nullptr;
+  case OpKind::ShardSlice: {
+    int64_t bytes = dtypeBytes(out(0).dtype);
+    return (bytes == 4 || bytes == 8) && out(0).rank() <= 8 ? shardSliceK
+                                                            : nullptr;
+  }
+  case OpKind::PickLabel:
+    return f32OrF64(in(0).dtype) && in(1).dtype == DType::I32 &&
+                   out(0).dtype == in(0).dtype
+               ? pickLabelK
+               : nullptr;
+  case OpKind::OneHot:
+    return f32OrF64(out(0).dtype) && in(0).dtype == DType::I32 ? oneHotK
+                                                               : nullptr;
   default:
     return nullptr;
   }
