@@ -2,8 +2,8 @@
 //
 // transpose, broadcast, slice, concat and shard_slice become strided copies
 // (kernels/Layout.cu); pick_label and one_hot (kernels/Partition.cu);
-// reductions over any axes (kernels/Reduce.cu) pick a
-// thread or a block per output by the reduced count; iota; rope through a
+// reductions over any axes (kernels/Reduce.cu) pick a thread or a block per
+// output, or two passes over chunks, by the counts; iota; rope through a
 // cos/sin table in scratch (kernels/Rope.cu).
 //
 //===----------------------------------------------------------------------===//
@@ -73,12 +73,42 @@ struct ReduceDims {
 /// Reduced counts from which a block (of kReduceThreads) takes each output.
 constexpr int64_t kBlockReduce = 256;
 constexpr unsigned kReduceThreads = 256;
+/// Fewer outputs than this, of more than kChunk elements each, reduce in two
+/// passes over chunks of kChunk elements (blocks over chunks, then a block
+/// per output over its chunks' values): a single block per output would
+/// leave most of the GPU idle.
+constexpr int64_t kFewOutputs = 1024, kChunk = 32768;
 
 /// kernels/Rope.cu's RopeParams, laid out alike.
 struct RopeParams {
   double theta, factor, lowFreqFactor, highFreqFactor, sign;
   long long B, S, H, D, posOffset, originalMaxPositions;
 };
+
+/// The two-pass reduction of `r` (kernels/Reduce.cu), partial values in
+/// scratch.
+llvm::Error reduceTwoPass(const OpLaunch &a, ReduceDims r) {
+  DType dt = a.inType(0).dtype;
+  auto partF = typed(a, "strata_reduce_part", dt);
+  auto finishF = typed(a, "strata_reduce_finish", dt);
+  if (!partF || !finishF)
+    return llvm::joinErrors(partF.takeError(), finishF.takeError());
+  long long chunk = kChunk, chunks = (r.count + chunk - 1) / chunk;
+  auto part = a.kernels.scratch(a.stream, r.outputs * chunks * 8);
+  if (!part)
+    return part.takeError();
+  const void *in = a.operands[0];
+  void *out = a.results[0], *p = *part;
+  void *partParams[] = {&in, &p, &r, &chunk};
+  if (auto e = launch(a, *partF,
+                      {unsigned(std::min<long long>(chunks, 65535)),
+                       unsigned(r.outputs), 1},
+                      {kReduceThreads, 1, 1}, partParams))
+    return e;
+  void *finishParams[] = {&p, &out, &r, &chunk};
+  return launch(a, *finishF, {unsigned(r.outputs), 1, 1},
+                {kReduceThreads, 1, 1}, finishParams);
+}
 
 } // namespace
 
@@ -174,12 +204,14 @@ llvm::Error reduceK(const OpLaunch &a) {
     }
   }
   r.op = a.node.op == OpKind::ReduceSum ? 0 : a.node.op == OpKind::ReduceMax ? 1 : 2;
+  const void *in = a.operands[0];
+  void *out = a.results[0];
+  if (r.count > kChunk && r.outputs > 0 && r.outputs < kFewOutputs)
+    return reduceTwoPass(a, r);
   bool block = r.count >= kBlockReduce;
   auto f = typed(a, block ? "strata_reduce_block" : "strata_reduce", x.dtype);
   if (!f)
     return f.takeError();
-  const void *in = a.operands[0];
-  void *out = a.results[0];
   void *params[] = {&in, &out, &r};
   if (!block)
     return launch1d(a, *f, r.outputs, params);
