@@ -45,9 +45,9 @@ protected:
     args.insert(args.begin(), {STRATA_BIN, "train"});
     args.insert(args.end(), {"--sample", "0", "--eval-iters", "2"});
     std::vector<llvm::StringRef> argv(args.begin(), args.end());
-    std::string err = dir_ + "/stderr";
+    std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
     llvm::Optional<llvm::StringRef> redirects[] = {
-        llvm::None, llvm::StringRef(dir_ + "/stdout"), llvm::StringRef(err)};
+        llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
     int code = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None,
                                          redirects, /*secondsToWait=*/240);
     return code == 0 ? "" : "exit " + std::to_string(code) + ": " + read(err);

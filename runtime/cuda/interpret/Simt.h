@@ -83,7 +83,7 @@ struct Block {
   bool fibers = false;
 };
 
-inline thread_local Block *current = nullptr;
+static thread_local Block *current = nullptr;
 
 /// Fiber i of this host thread runs GPU thread i of each block, one after
 /// another: made once (makecontext), then switched with _setjmp/_longjmp,
@@ -92,8 +92,8 @@ struct Fiber {
   jmp_buf jump;
   bool alive = false;
 };
-inline thread_local Fiber fibers[1024];
-inline thread_local char *fiberStacks = nullptr;
+static thread_local Fiber fibers[1024];
+static thread_local char *fiberStacks = nullptr;
 
 /// Back to the scheduler from the running fiber.
 inline void yieldToScheduler() {
