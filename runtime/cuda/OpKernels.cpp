@@ -290,7 +290,10 @@ llvm::Expected<void *> OpKernelModule::scratch(StreamHandle stream,
                           [&](const Scratch &s) { return s.stream == stream; });
   if (it != scratch_.end() && it->bytes >= bytes)
     return it->ptr;
-  int64_t size = std::max<int64_t>(bytes, 4096);
+  // At least double the buffer it replaces: the replaced ones, kept until
+  // the module goes, add up to less than the last.
+  int64_t size = std::max<int64_t>(
+      {bytes, 4096, it != scratch_.end() ? 2 * it->bytes : 0});
   auto p = driver_.allocate(size);
   if (!p)
     return p.takeError();
