@@ -377,6 +377,23 @@ void CudaDevice::launch(const Graph &g, const Node &node,
            ctx.stream);
     return;
   }
+  if (isCollective(node.op)) {
+    if (!driver_->hostAddressable())
+      return note(err(name() + ": " + opName(node.op) +
+                      " needs NCCL, which is not built yet"));
+    // Interpret mode: Gloo on the devices' host memory, in stream order.
+    const void *in = operands.empty() ? nullptr : operands[0];
+    void *out = results.empty() ? nullptr : results[0];
+    Communicators *comms = ctx.comms;
+    uint64_t microbatch = ctx.microbatch;
+    return enqueueHost(
+        [&g, &node, in, out, comms, microbatch] {
+          if (node.op == OpKind::Send || node.op == OpKind::Recv)
+            return runPointToPoint(g, node, in, out, comms, microbatch);
+          return runCollective(g, node, in, out, comms);
+        },
+        ctx.stream);
+  }
   if (node.op == OpKind::MatMul)
     return note(
         driver_->gemm(matmulGemm(g, node, operands[0], operands[1], results[0]),
