@@ -216,6 +216,39 @@ TEST(CudaOps, HandWrittenKernelsCompileForTheGpuWithoutSpills) {
   }
 }
 
+/// Launches strata_attn_fwd_f32 on a block of 64 threads, and exits 0 if
+/// that returns.
+void launchAttentionOnABlockOf64() {
+  auto driver = cuda::makeInterpretDriver();
+  auto m = driver->loadModule(cuda::opKernelSource(),
+                                "runtime/cuda/kernels");
+  auto f = m ? driver->function(**m, "strata_attn_fwd_f32")
+             : llvm::Expected<cuda::Function>(m.takeError());
+  auto s = driver->createStream();
+  auto buffer = driver->allocate(4 * 16 * 4);
+  if (!f || !s || !buffer)
+    std::exit(0); // not the death expected
+  void *q = reinterpret_cast<void *>(*buffer);
+  void *out = static_cast<char *>(q) + 3 * 16 * 4;
+  struct {
+    long long B = 1, S = 4, Hq = 1, Hkv = 1, D = 4, window = 0;
+    int causal = 1;
+  } dims; // kernels/Attention.cu's AttnDims
+  double scale = 0.5;
+  void *params[] = {&q, &q, &q, &out, &dims, &scale};
+  llvm::consumeError(driver->launch(*f, {1, 1, 1}, {64, 1, 1}, 0, *s, params));
+  llvm::consumeError(driver->synchronize(*s));
+  std::exit(0);
+}
+
+TEST(CudaOpsDeathTest, AttentionLaunchedWithTheWrongBlockTraps) {
+  // Its threads map to the rows of a query tile: a block of 64 instead of
+  // 128 would leave rows unwritten, so the kernel traps (the process ends,
+  // as a GPU's context would).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(launchAttentionOnABlockOf64(), "");
+}
+
 #endif // STRATA_CUDA_GPU
 
 } // namespace

@@ -11,7 +11,8 @@
 //      dv_j = sum_i p_ij dout_i over its query heads, then query tiles, in
 //      order;
 // with p_ij = exp(s_ij - m_i) / l_i, ds_ij = scale p_ij (dout_i . v_j -
-// delta_i). Blocks of 128 threads (kAttnThreads), D <= kAttnMaxD; sums in T.
+// delta_i). 1-D blocks of exactly 128 threads (kAttnThreads; others trap:
+// threads map to tile rows), D <= kAttnMaxD; sums in T.
 
 #define kAttnThreads 128
 #define kAttnMaxD 128
@@ -51,6 +52,12 @@ struct AttnDims {
   }
 };
 
+// The launch contract: threads map to rows of a tile.
+__device__ void strata_attn_require_block() {
+  if (blockDim.x != kAttnThreads || blockDim.y != 1 || blockDim.z != 1)
+    __trap();
+}
+
 // rows [r0, r0 + n) of x (heads `heads`, head `h`, batch b) into sh[n][D];
 // rows past S read 0.
 template <typename T>
@@ -77,6 +84,7 @@ template <typename T>
 __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
                                      T *out, const T *dout, T *stats,
                                      AttnDims a, double scaleD) {
+  strata_attn_require_block();
   const int BQ = AttnTiles<T>::BQ, BK = AttnTiles<T>::BK;
   const int L = kAttnThreads / BQ, R = kAttnMaxD / L;
   __shared__ T sQ[BQ * kAttnMaxD], sK[BK * kAttnMaxD], sV[BK * kAttnMaxD];
@@ -191,6 +199,7 @@ template <typename T>
 __device__ void strata_attn_dq_impl(const T *dout, const T *q, const T *k,
                                     const T *v, const T *stats, T *dq,
                                     AttnDims a, double scaleD) {
+  strata_attn_require_block();
   const int BQ = AttnTiles<T>::BQ, BK = AttnTiles<T>::BK;
   const int L = kAttnThreads / BQ, R = kAttnMaxD / L;
   __shared__ T sQ[BQ * kAttnMaxD], sDO[BQ * kAttnMaxD];
@@ -238,6 +247,7 @@ template <typename T>
 __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
                                      const T *v, const T *stats, T *dk, T *dv,
                                      AttnDims a, double scaleD) {
+  strata_attn_require_block();
   const int BQ = AttnTiles<T>::BQ, BK = AttnTiles<T>::BK;
   const int L = kAttnThreads / BK, R = kAttnMaxD / L;
   __shared__ T sQ[BQ * kAttnMaxD], sDO[BQ * kAttnMaxD];

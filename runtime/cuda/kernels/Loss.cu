@@ -58,7 +58,8 @@ __device__ void strata_ce_mean_impl(const double *rowLoss, const int *labels,
 }
 
 // *valid = the number of labels in [0, V): one block.
-extern "C" __global__ void strata_count_labels(const int *labels, long long N,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_count_labels(const int *labels, long long N,
                                                long long V, long long *valid) {
   __shared__ long long red[256];
   long long c = 0;
@@ -100,13 +101,15 @@ __device__ void strata_ce_grad_impl(const T *dloss, const T *logits,
   }
 }
 
-extern "C" __global__ void strata_ce_rows_f32(const float *logits,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_ce_rows_f32(const float *logits,
                                               const int *labels,
                                               double *rowLoss, long long N,
                                               long long V) {
   strata_ce_rows_impl(logits, labels, rowLoss, N, V);
 }
-extern "C" __global__ void strata_ce_rows_f64(const double *logits,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_ce_rows_f64(const double *logits,
                                               const int *labels,
                                               double *rowLoss, long long N,
                                               long long V) {
@@ -122,14 +125,14 @@ extern "C" __global__ void strata_ce_mean_f64(const double *rowLoss,
                                               long long N, long long V) {
   strata_ce_mean_impl(rowLoss, labels, loss, N, V);
 }
-extern "C" __global__ void
-strata_ce_grad_f32(const float *dloss, const float *logits, const int *labels,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_ce_grad_f32(const float *dloss, const float *logits, const int *labels,
                    const long long *valid, float *dlogits, long long N,
                    long long V) {
   strata_ce_grad_impl(dloss, logits, labels, valid, dlogits, N, V);
 }
-extern "C" __global__ void
-strata_ce_grad_f64(const double *dloss, const double *logits,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_ce_grad_f64(const double *dloss, const double *logits,
                    const int *labels, const long long *valid, double *dlogits,
                    long long N, long long V) {
   strata_ce_grad_impl(dloss, logits, labels, valid, dlogits, N, V);

@@ -57,6 +57,7 @@ __device__ void strata_reduce_impl(const T *x, T *y, ReduceDims r) {
 // The block's reduction (every thread gets it) of acc over its threads.
 __device__ double strata_reduce_tree(int op, double acc) {
   __shared__ double red[256];
+  strata_require_tree_block();
   red[threadIdx.x] = acc;
   __syncthreads();
   for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
@@ -130,30 +131,36 @@ extern "C" __global__ void strata_reduce_f64(const double *x, double *y,
                                              ReduceDims r) {
   strata_reduce_impl(x, y, r);
 }
-extern "C" __global__ void strata_reduce_block_f32(const float *x, float *y,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_block_f32(const float *x, float *y,
                                                    ReduceDims r) {
   strata_reduce_block_impl(x, y, r);
 }
-extern "C" __global__ void strata_reduce_block_f64(const double *x, double *y,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_block_f64(const double *x, double *y,
                                                    ReduceDims r) {
   strata_reduce_block_impl(x, y, r);
 }
-extern "C" __global__ void strata_reduce_part_f32(const float *x,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_part_f32(const float *x,
                                                   double *part, ReduceDims r,
                                                   long long chunk) {
   strata_reduce_part_impl(x, part, r, chunk);
 }
-extern "C" __global__ void strata_reduce_part_f64(const double *x,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_part_f64(const double *x,
                                                   double *part, ReduceDims r,
                                                   long long chunk) {
   strata_reduce_part_impl(x, part, r, chunk);
 }
-extern "C" __global__ void strata_reduce_finish_f32(const double *part,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_finish_f32(const double *part,
                                                     float *y, ReduceDims r,
                                                     long long chunk) {
   strata_reduce_finish_impl(part, y, r, chunk);
 }
-extern "C" __global__ void strata_reduce_finish_f64(const double *part,
+extern "C" __global__ void __launch_bounds__(256)
+    strata_reduce_finish_f64(const double *part,
                                                     double *y, ReduceDims r,
                                                     long long chunk) {
   strata_reduce_finish_impl(part, y, r, chunk);
