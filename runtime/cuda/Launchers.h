@@ -1,8 +1,9 @@
 //===- Launchers.h - What the op launchers share (internal) ---------------===//
 //
 // Helpers of the launchers of runtime/cuda/OpKernels.h, and the launchers
-// defined outside OpKernels.cpp (LayoutLaunchers.cpp: data movement,
-// reductions, iota, rope, the rank-dependent ops). Not for use outside runtime/cuda.
+// defined outside OpKernels.cpp (AttentionLaunchers.cpp; LayoutLaunchers.cpp:
+// data movement, reductions, iota, rope, the rank-dependent ops). Not for use
+// outside runtime/cuda.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,6 +25,13 @@ llvm::Error launch(const OpLaunch &a, Function f, Dim3 grid, Dim3 block,
 /// Offset of this rank's block of `v` along `dim` in the global tensor
 /// (ir/Ops.def, rank-dependent ops); 0 unsharded or without a mesh.
 int64_t shardOffset(const OpLaunch &a, ValueId v, size_t dim);
+
+// AttentionLaunchers.cpp.
+llvm::Error attentionK(const OpLaunch &a);
+llvm::Error attentionGradK(const OpLaunch &a);
+/// Attention operands the kernels take: q [B,S,Hq,D], k and v [B,S,Hkv,D]
+/// of one float dtype, Hq a multiple of Hkv, D <= 128.
+bool attentionShapes(const Graph &g, ValueId q, ValueId k, ValueId v);
 
 // LayoutLaunchers.cpp.
 llvm::Error transposeK(const OpLaunch &a);

@@ -61,7 +61,9 @@ llvm::Error copy(const OpLaunch &a, const void *x, void *y, StridedCopy c,
   return launch1d(a, *f, c.count, params);
 }
 
-int64_t normDim(int64_t dim, int64_t rank) { return dim < 0 ? dim + rank : dim; }
+int64_t normDim(int64_t dim, int64_t rank) {
+  return dim < 0 ? dim + rank : dim;
+}
 
 /// kernels/Reduce.cu's ReduceDims, laid out alike.
 struct ReduceDims {
@@ -156,10 +158,10 @@ llvm::Error concatK(const OpLaunch &a) {
   int64_t at = 0;
   for (size_t j = 0; j < a.operands.size(); ++j) {
     const TensorType &x = a.inType(int(j));
-    if (auto e = copy(a, a.operands[j], a.results[0],
-                      stridedCopy(x.shape, stridesOf(x.shape), ys, 0,
-                                  at * ys[dim]),
-                      y.dtype))
+    if (auto e =
+            copy(a, a.operands[j], a.results[0],
+                 stridedCopy(x.shape, stridesOf(x.shape), ys, 0, at * ys[dim]),
+                 y.dtype))
       return e;
     at += x.shape[dim];
   }
@@ -174,8 +176,8 @@ llvm::Error iotaK(const OpLaunch &a) {
   int64_t dim = normDim(a.node.attrs.getInt("dim"), t.rank());
   void *out = a.results[0];
   long long n = t.numElements(), size = t.shape[dim],
-            inner = numElements(llvm::ArrayRef<int64_t>(t.shape).drop_front(
-                dim + 1));
+            inner = numElements(
+                llvm::ArrayRef<int64_t>(t.shape).drop_front(dim + 1));
   void *params[] = {&out, &n, &inner, &size};
   return launch1d(a, *f, n, params);
 }
@@ -203,7 +205,9 @@ llvm::Error reduceK(const OpLaunch &a) {
       r.outputs *= x.shape[d];
     }
   }
-  r.op = a.node.op == OpKind::ReduceSum ? 0 : a.node.op == OpKind::ReduceMax ? 1 : 2;
+  r.op = a.node.op == OpKind::ReduceSum   ? 0
+         : a.node.op == OpKind::ReduceMax ? 1
+                                          : 2;
   const void *in = a.operands[0];
   void *out = a.results[0];
   if (r.count > kChunk && r.outputs > 0 && r.outputs < kFewOutputs)
@@ -231,22 +235,20 @@ llvm::Error ropeK(const OpLaunch &a) {
   p.theta = at.getFloat("theta", 10000.0);
   p.sign = at.getBool("inverse") ? -1.0 : 1.0;
   p.B = x.shape[0], p.S = x.shape[1], p.H = x.shape[2], p.D = x.shape[3];
-  p.posOffset =
-      at.getInt("pos_offset") + shardOffset(a, a.node.results[0], 1);
+  p.posOffset = at.getInt("pos_offset") + shardOffset(a, a.node.results[0], 1);
   if (at.has("scaling")) { // {scaling="llama3", ...} (ir/Ops.def)
     p.factor = at.getFloat("factor");
     p.lowFreqFactor = at.getFloat("low_freq_factor");
     p.highFreqFactor = at.getFloat("high_freq_factor");
     p.originalMaxPositions = at.getInt("original_max_positions");
-    if (p.originalMaxPositions > 0 &&
-        !(p.factor > 0 && p.lowFreqFactor > 0 &&
-          p.highFreqFactor > p.lowFreqFactor))
+    if (p.originalMaxPositions > 0 && !(p.factor > 0 && p.lowFreqFactor > 0 &&
+                                        p.highFreqFactor > p.lowFreqFactor))
       return fail(a, "llama3 scaling needs factor > 0 and high_freq_factor > "
                      "low_freq_factor > 0");
   }
   long long pairs = p.S * (p.D / 2);
-  auto table = a.kernels.scratch(
-      a.stream, std::max<int64_t>(2 * pairs, 1) * dtypeBytes(x.dtype));
+  auto table = a.kernels.scratch(a.stream, std::max<int64_t>(2 * pairs, 1) *
+                                               dtypeBytes(x.dtype));
   if (!table)
     return table.takeError();
   void *t = *table;

@@ -83,9 +83,8 @@ std::vector<HostTensor> runOnDevice(Device &d, const KernelModule *m,
 /// Ops whose kernels do what the CPU kernel does in the same order: the
 /// same bits.
 const std::set<std::string> kBitwise = {
-    "fill",      "gather", "scatter_add", "transpose", "broadcast",
-    "slice",     "concat", "iota",        "reduce_max", "shard_slice",
-    "pick_label", "one_hot"};
+    "fill",   "gather", "scatter_add", "transpose",   "broadcast",  "slice",
+    "concat", "iota",   "reduce_max",  "shard_slice", "pick_label", "one_hot"};
 
 TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
 #ifdef STRATA_CUDA_GPU
@@ -143,7 +142,9 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
             continue; // infinities and NaN literals included
           double diff = std::abs(x - w) / std::max(1.0, std::abs(w));
           worst = std::max(worst, diff);
-          ASSERT_LE(diff, bitwise ? 0.0 : dt == DType::F64 ? 1e-12 : 1e-5)
+          ASSERT_LE(diff, bitwise            ? 0.0
+                          : dt == DType::F64 ? 1e-12
+                                             : 1e-5)
               << it->path() << ": " << opName(n.op).str() << " (" << n.scope
               << ") result " << r << " element " << i << ": cuda-interpret "
               << x << ", cpu " << w;
@@ -155,10 +156,9 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
   for (const std::string &op : covered)
     list += op + " ";
   for (const char *op :
-       {"add",       "sub",     "mul",   "div",     "exp",       "log",
-        "sqrt",      "rsqrt",   "tanh",  "gelu",    "gelu_grad", "silu",
-        "silu_grad", "square",  "scale", "maximum", "minimum",   "layer_norm",
-        "rms_norm",  "softmax", "fused",
+       {"add", "sub", "mul", "div", "exp", "log", "sqrt", "rsqrt", "tanh",
+        "gelu", "gelu_grad", "silu", "silu_grad", "square", "scale", "maximum",
+        "minimum", "layer_norm", "rms_norm", "softmax", "fused",
         // Hand-written kernels (runtime/cuda/kernels).
         "fill", "gather", "scatter_add", "cross_entropy", "cross_entropy_grad",
         "adamw_update", "attention", "attention_grad", "reduce_sum",
@@ -210,8 +210,9 @@ TEST(CudaOps, HandWrittenKernelsCompileForTheGpuWithoutSpills) {
   EXPECT_GE(kernels->size(), 38u);
   for (const codegen::KernelResources &k : *kernels) {
     EXPECT_EQ(k.spillStores + k.spillLoads, 0) << k.name;
-    if (!llvm::StringRef(k.name).startswith("strata_rope_table"))
+    if (!llvm::StringRef(k.name).startswith("strata_rope_table")) {
       EXPECT_EQ(k.stackFrame, 0) << k.name;
+    }
     EXPECT_LE(k.sharedBytes, 48 * 1024) << k.name;
   }
 }
@@ -220,8 +221,7 @@ TEST(CudaOps, HandWrittenKernelsCompileForTheGpuWithoutSpills) {
 /// that returns.
 void launchAttentionOnABlockOf64() {
   auto driver = cuda::makeInterpretDriver();
-  auto m = driver->loadModule(cuda::opKernelSource(),
-                                "runtime/cuda/kernels");
+  auto m = driver->loadModule(cuda::opKernelSource(), "runtime/cuda/kernels");
   auto f = m ? driver->function(**m, "strata_attn_fwd_f32")
              : llvm::Expected<cuda::Function>(m.takeError());
   auto s = driver->createStream();

@@ -6,10 +6,10 @@
 
 template <typename T>
 __device__ void strata_adamw_impl(const T *p, const T *g, const T *m,
-                                  const T *v, const T *lrPtr,
-                                  const T *stepPtr, T *pOut, T *mOut, T *vOut,
-                                  long long n, double beta1, double beta2,
-                                  double epsD, double weightDecay) {
+                                  const T *v, const T *lrPtr, const T *stepPtr,
+                                  T *pOut, T *mOut, T *vOut, long long n,
+                                  double beta1, double beta2, double epsD,
+                                  double weightDecay) {
   double lr = (double)*lrPtr;
   long long t = llround((double)*stepPtr);
   const T decay = (T)(1.0 - lr * weightDecay);
@@ -33,10 +33,10 @@ __device__ void strata_adamw_impl(const T *p, const T *g, const T *m,
 }
 
 extern "C" __global__ void
-strata_adamw_f32(const float *p, const float *g, const float *m,
-                 const float *v, const float *lr, const float *step,
-                 float *pOut, float *mOut, float *vOut, long long n,
-                 double beta1, double beta2, double eps, double weightDecay) {
+strata_adamw_f32(const float *p, const float *g, const float *m, const float *v,
+                 const float *lr, const float *step, float *pOut, float *mOut,
+                 float *vOut, long long n, double beta1, double beta2,
+                 double eps, double weightDecay) {
   strata_adamw_impl(p, g, m, v, lr, step, pOut, mOut, vOut, n, beta1, beta2,
                     eps, weightDecay);
 }

@@ -19,12 +19,8 @@
 
 // Tile sizes: BQ query rows by BK keys; shared memory stays under 48 KiB.
 template <typename T> struct AttnTiles;
-template <> struct AttnTiles<float> {
-  static const int BQ = 16, BK = 16;
-};
-template <> struct AttnTiles<double> {
-  static const int BQ = 8, BK = 8;
-};
+template <> struct AttnTiles<float> { static const int BQ = 16, BK = 16; };
+template <> struct AttnTiles<double> { static const int BQ = 8, BK = 8; };
 
 struct AttnDims {
   long long B, S, Hq, Hkv, D, window;
@@ -81,9 +77,9 @@ __device__ T strata_attn_dot(const T *x, const T *y, long long D) {
 // The forward over query tiles. With `stats`, writes (m, l, dout . out) of
 // each query row there instead of out.
 template <typename T>
-__device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
-                                     T *out, const T *dout, T *stats,
-                                     AttnDims a, double scaleD) {
+__device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v, T *out,
+                                     const T *dout, T *stats, AttnDims a,
+                                     double scaleD) {
   strata_attn_require_block();
   const int BQ = AttnTiles<T>::BQ, BK = AttnTiles<T>::BK;
   const int L = kAttnThreads / BQ, R = kAttnMaxD / L;
@@ -99,7 +95,7 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
       __syncthreads(); // the previous tile's reads are done
       strata_attn_load(q, a, b, i0, BQ, h, a.Hq, sQ);
       T m = -inf, l = 0, acc[R];
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x)
         acc[x] = 0;
       long long jEnd = a.endKey(i0 + BQ < a.S ? i0 + BQ : a.S);
@@ -110,10 +106,10 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
         __syncthreads();
         for (int e = threadIdx.x; e < BQ * BK; e += blockDim.x) {
           int rr = e / BK, jj = e % BK;
-          sS[e] = a.sees(i0 + rr, j0 + jj)
-                      ? strata_attn_dot(sQ + rr * a.D, sK + jj * a.D, a.D) *
-                            scale
-                      : -inf;
+          sS[e] =
+              a.sees(i0 + rr, j0 + jj)
+                  ? strata_attn_dot(sQ + rr * a.D, sK + jj * a.D, a.D) * scale
+                  : -inf;
         }
         __syncthreads();
         T mNew = m;
@@ -123,13 +119,13 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
           continue; // nothing visible to this row yet
         T corr = strata_exp(m - mNew);
         l *= corr;
-        #pragma unroll
+#pragma unroll
         for (int x = 0; x < R; ++x)
           acc[x] *= corr;
         for (int jj = 0; jj < BK; ++jj) {
           T p = strata_exp(sS[r * BK + jj] - mNew);
           l += p;
-          #pragma unroll
+#pragma unroll
           for (int x = 0; x < R; ++x)
             if (lane + L * x < a.D)
               acc[x] += p * sV[jj * a.D + lane + L * x];
@@ -137,7 +133,7 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
         m = mNew;
       }
       T part = 0;
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x) {
         long long d = lane + L * x;
         if (d >= a.D || i >= a.S)
@@ -166,10 +162,10 @@ __device__ void strata_attn_fwd_impl(const T *q, const T *k, const T *v,
 
 // p_ij and ds_ij of a (query tile, key tile) pair into sP and sDS.
 template <typename T>
-__device__ void strata_attn_probs(const AttnDims &a, long long i0,
-                                  long long j0, const T *sQ, const T *sDO,
-                                  const T *sK, const T *sV, const T *sStat,
-                                  T scale, T *sP, T *sDS) {
+__device__ void strata_attn_probs(const AttnDims &a, long long i0, long long j0,
+                                  const T *sQ, const T *sDO, const T *sK,
+                                  const T *sV, const T *sStat, T scale, T *sP,
+                                  T *sDS) {
   const int BQ = AttnTiles<T>::BQ, BK = AttnTiles<T>::BK;
   for (int e = threadIdx.x; e < BQ * BK; e += blockDim.x) {
     int rr = e / BK, jj = e % BK;
@@ -217,7 +213,7 @@ __device__ void strata_attn_dq_impl(const T *dout, const T *q, const T *k,
       strata_attn_load(dout, a, b, i0, BQ, h, a.Hq, sDO);
       strata_attn_load_stats(stats, a, bh, i0, sStat);
       T acc[R];
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x)
         acc[x] = 0;
       long long jEnd = a.endKey(i0 + BQ < a.S ? i0 + BQ : a.S);
@@ -230,13 +226,13 @@ __device__ void strata_attn_dq_impl(const T *dout, const T *q, const T *k,
         __syncthreads();
         for (int jj = 0; jj < BK; ++jj) {
           T ds = sDS[r * BK + jj];
-          #pragma unroll
+#pragma unroll
           for (int x = 0; x < R; ++x)
             if (lane + L * x < a.D)
               acc[x] += ds * sK[jj * a.D + lane + L * x];
         }
       }
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x)
         if (lane + L * x < a.D && i < a.S)
           dq[a.at(b, i, h, a.Hq) + lane + L * x] = acc[x];
@@ -264,7 +260,7 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
       strata_attn_load(k, a, b, j0, BK, g, a.Hkv, sK);
       strata_attn_load(v, a, b, j0, BK, g, a.Hkv, sV);
       T accK[R], accV[R];
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x)
         accK[x] = accV[x] = 0;
       long long iBegin = a.firstQuery(j0);
@@ -277,12 +273,11 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
           strata_attn_load(dout, a, b, i0, BQ, h, a.Hq, sDO);
           strata_attn_load_stats(stats, a, bh, i0, sStat);
           __syncthreads();
-          strata_attn_probs(a, i0, j0, sQ, sDO, sK, sV, sStat, scale, sP,
-                            sDS);
+          strata_attn_probs(a, i0, j0, sQ, sDO, sK, sV, sStat, scale, sP, sDS);
           __syncthreads();
           for (int rr = 0; rr < BQ; ++rr) {
             T p = sP[rr * BK + r], ds = sDS[rr * BK + r];
-            #pragma unroll
+#pragma unroll
             for (int x = 0; x < R; ++x)
               if (lane + L * x < a.D) {
                 accV[x] += p * sDO[rr * a.D + lane + L * x];
@@ -290,7 +285,7 @@ __device__ void strata_attn_dkv_impl(const T *dout, const T *q, const T *k,
               }
           }
         }
-      #pragma unroll
+#pragma unroll
       for (int x = 0; x < R; ++x)
         if (lane + L * x < a.D && j < a.S) {
           dk[a.at(b, j, g, a.Hkv) + lane + L * x] = accK[x];

@@ -23,9 +23,9 @@ __device__ void strata_gather_impl(const T *table, const int *ids, T *out,
 // over buckets, gridDim.y of them), zeroes them and walks every id in order.
 // Lanes of a warp are neighbouring columns, so they read the same id.
 template <typename T>
-__device__ void strata_scatter_add_impl(const T *dy, const int *ids,
-                                        T *dtable, long long N, long long V,
-                                        long long H, long long vocabStart) {
+__device__ void strata_scatter_add_impl(const T *dy, const int *ids, T *dtable,
+                                        long long N, long long V, long long H,
+                                        long long vocabStart) {
   long long buckets = gridDim.y;
   for (long long c = blockIdx.x * (long long)blockDim.x + threadIdx.x; c < H;
        c += (long long)blockDim.x * gridDim.x) {
@@ -41,24 +41,27 @@ __device__ void strata_scatter_add_impl(const T *dy, const int *ids,
 }
 
 extern "C" __global__ void strata_gather_f32(const float *table, const int *ids,
-                                            float *out, long long N, long long V,
-                                            long long H, long long vocabStart) {
+                                             float *out, long long N,
+                                             long long V, long long H,
+                                             long long vocabStart) {
   strata_gather_impl(table, ids, out, N, V, H, vocabStart);
 }
-extern "C" __global__ void strata_scatter_add_f32(const float *dy, const int *ids,
-                                                 float *dtable, long long N,
-                                                 long long V, long long H,
-                                                 long long vocabStart) {
+extern "C" __global__ void strata_scatter_add_f32(const float *dy,
+                                                  const int *ids, float *dtable,
+                                                  long long N, long long V,
+                                                  long long H,
+                                                  long long vocabStart) {
   strata_scatter_add_impl(dy, ids, dtable, N, V, H, vocabStart);
 }
-extern "C" __global__ void strata_gather_f64(const double *table, const int *ids,
-                                            double *out, long long N, long long V,
-                                            long long H, long long vocabStart) {
+extern "C" __global__ void
+strata_gather_f64(const double *table, const int *ids, double *out, long long N,
+                  long long V, long long H, long long vocabStart) {
   strata_gather_impl(table, ids, out, N, V, H, vocabStart);
 }
-extern "C" __global__ void strata_scatter_add_f64(const double *dy, const int *ids,
-                                                 double *dtable, long long N,
-                                                 long long V, long long H,
-                                                 long long vocabStart) {
+extern "C" __global__ void strata_scatter_add_f64(const double *dy,
+                                                  const int *ids,
+                                                  double *dtable, long long N,
+                                                  long long V, long long H,
+                                                  long long vocabStart) {
   strata_scatter_add_impl(dy, ids, dtable, N, V, H, vocabStart);
 }

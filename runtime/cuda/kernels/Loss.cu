@@ -8,8 +8,7 @@
 
 // The max (in T) and sum of exp(x - max) (in double) of a row.
 template <typename T>
-__device__ void strata_row_stats(const T *row, long long V, T &m,
-                                 double &sum) {
+__device__ void strata_row_stats(const T *row, long long V, T &m, double &sum) {
   __shared__ double red[256];
   T mx = -strata_inf<T>();
   for (long long c = threadIdx.x; c < V; c += blockDim.x)
@@ -24,8 +23,7 @@ __device__ void strata_row_stats(const T *row, long long V, T &m,
 // rowLoss[n] = logsumexp(row n) - row n [label], 0 for an ignored row.
 template <typename T>
 __device__ void strata_ce_rows_impl(const T *logits, const int *labels,
-                                    double *rowLoss, long long N,
-                                    long long V) {
+                                    double *rowLoss, long long N, long long V) {
   for (long long n = blockIdx.x; n < N; n += gridDim.x) {
     int label = labels[n];
     if (label < 0 || label >= V) {
@@ -59,8 +57,8 @@ __device__ void strata_ce_mean_impl(const double *rowLoss, const int *labels,
 
 // *valid = the number of labels in [0, V): one block.
 extern "C" __global__ void __launch_bounds__(256)
-    strata_count_labels(const int *labels, long long N,
-                                               long long V, long long *valid) {
+    strata_count_labels(const int *labels, long long N, long long V,
+                        long long *valid) {
   __shared__ long long red[256];
   long long c = 0;
   for (long long n = threadIdx.x; n < N; n += blockDim.x)
@@ -102,17 +100,13 @@ __device__ void strata_ce_grad_impl(const T *dloss, const T *logits,
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-    strata_ce_rows_f32(const float *logits,
-                                              const int *labels,
-                                              double *rowLoss, long long N,
-                                              long long V) {
+    strata_ce_rows_f32(const float *logits, const int *labels, double *rowLoss,
+                       long long N, long long V) {
   strata_ce_rows_impl(logits, labels, rowLoss, N, V);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_ce_rows_f64(const double *logits,
-                                              const int *labels,
-                                              double *rowLoss, long long N,
-                                              long long V) {
+    strata_ce_rows_f64(const double *logits, const int *labels, double *rowLoss,
+                       long long N, long long V) {
   strata_ce_rows_impl(logits, labels, rowLoss, N, V);
 }
 extern "C" __global__ void strata_ce_mean_f32(const double *rowLoss,
@@ -126,14 +120,14 @@ extern "C" __global__ void strata_ce_mean_f64(const double *rowLoss,
   strata_ce_mean_impl(rowLoss, labels, loss, N, V);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_ce_grad_f32(const float *dloss, const float *logits, const int *labels,
-                   const long long *valid, float *dlogits, long long N,
-                   long long V) {
+    strata_ce_grad_f32(const float *dloss, const float *logits,
+                       const int *labels, const long long *valid,
+                       float *dlogits, long long N, long long V) {
   strata_ce_grad_impl(dloss, logits, labels, valid, dlogits, N, V);
 }
 extern "C" __global__ void __launch_bounds__(256)
     strata_ce_grad_f64(const double *dloss, const double *logits,
-                   const int *labels, const long long *valid, double *dlogits,
-                   long long N, long long V) {
+                       const int *labels, const long long *valid,
+                       double *dlogits, long long N, long long V) {
   strata_ce_grad_impl(dloss, logits, labels, valid, dlogits, N, V);
 }

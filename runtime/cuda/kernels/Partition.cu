@@ -6,8 +6,7 @@
 // out[n] = x[n, label[n] - c0], 0 where the label is not held here.
 template <typename T>
 __device__ void strata_pick_label_impl(const T *x, const int *labels, T *out,
-                                       long long N, long long C,
-                                       long long c0) {
+                                       long long N, long long C, long long c0) {
   for (long long n = blockIdx.x * (long long)blockDim.x + threadIdx.x; n < N;
        n += (long long)blockDim.x * gridDim.x) {
     long long c = (long long)labels[n] - c0;
@@ -27,15 +26,15 @@ __device__ void strata_one_hot_impl(const int *labels, T *out, long long N,
 }
 
 extern "C" __global__ void strata_pick_label_f32(const float *x,
-                                                 const int *labels,
-                                                 float *out, long long N,
-                                                 long long C, long long c0) {
+                                                 const int *labels, float *out,
+                                                 long long N, long long C,
+                                                 long long c0) {
   strata_pick_label_impl(x, labels, out, N, C, c0);
 }
 extern "C" __global__ void strata_pick_label_f64(const double *x,
-                                                 const int *labels,
-                                                 double *out, long long N,
-                                                 long long C, long long c0) {
+                                                 const int *labels, double *out,
+                                                 long long N, long long C,
+                                                 long long c0) {
   strata_pick_label_impl(x, labels, out, N, C, c0);
 }
 extern "C" __global__ void strata_one_hot_f32(const int *labels, float *out,

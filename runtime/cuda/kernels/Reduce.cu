@@ -48,8 +48,8 @@ __device__ void strata_reduce_impl(const T *x, T *y, ReduceDims r) {
     for (long long e = 0; e < r.count; ++e)
       acc = strata_reduce_step(
           r.op, acc,
-          (double)base[strata_reduce_offset(r.redSize, r.redStride, r.redRank,
-                                            e)]);
+          (double)
+              base[strata_reduce_offset(r.redSize, r.redStride, r.redRank, e)]);
     y[o] = (T)(r.op == 2 ? acc / (double)r.count : acc);
   }
 }
@@ -74,16 +74,15 @@ __device__ double strata_reduce_tree(int op, double acc) {
 // Elements [lo, hi) of output o, reduced by the block.
 template <typename T>
 __device__ double strata_reduce_range(const T *x, const ReduceDims &r,
-                                      long long o, long long lo,
-                                      long long hi) {
+                                      long long o, long long lo, long long hi) {
   const T *base =
       x + strata_reduce_offset(r.keptSize, r.keptStride, r.keptRank, o);
   double acc = r.op == 1 ? -(double)strata_inf<double>() : 0.0;
   for (long long e = lo + threadIdx.x; e < hi; e += blockDim.x)
     acc = strata_reduce_step(
         r.op, acc,
-        (double)base[strata_reduce_offset(r.redSize, r.redStride, r.redRank,
-                                          e)]);
+        (double)
+            base[strata_reduce_offset(r.redSize, r.redStride, r.redRank, e)]);
   return strata_reduce_tree(r.op, acc);
 }
 
@@ -97,8 +96,8 @@ __device__ void strata_reduce_block_impl(const T *x, T *y, ReduceDims r) {
 }
 
 template <typename T>
-__device__ void strata_reduce_part_impl(const T *x, double *part,
-                                        ReduceDims r, long long chunk) {
+__device__ void strata_reduce_part_impl(const T *x, double *part, ReduceDims r,
+                                        long long chunk) {
   long long chunks = (r.count + chunk - 1) / chunk;
   for (long long o = blockIdx.y; o < r.outputs; o += gridDim.y)
     for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
@@ -132,36 +131,30 @@ extern "C" __global__ void strata_reduce_f64(const double *x, double *y,
   strata_reduce_impl(x, y, r);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_block_f32(const float *x, float *y,
-                                                   ReduceDims r) {
+    strata_reduce_block_f32(const float *x, float *y, ReduceDims r) {
   strata_reduce_block_impl(x, y, r);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_block_f64(const double *x, double *y,
-                                                   ReduceDims r) {
+    strata_reduce_block_f64(const double *x, double *y, ReduceDims r) {
   strata_reduce_block_impl(x, y, r);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_part_f32(const float *x,
-                                                  double *part, ReduceDims r,
-                                                  long long chunk) {
+    strata_reduce_part_f32(const float *x, double *part, ReduceDims r,
+                           long long chunk) {
   strata_reduce_part_impl(x, part, r, chunk);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_part_f64(const double *x,
-                                                  double *part, ReduceDims r,
-                                                  long long chunk) {
+    strata_reduce_part_f64(const double *x, double *part, ReduceDims r,
+                           long long chunk) {
   strata_reduce_part_impl(x, part, r, chunk);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_finish_f32(const double *part,
-                                                    float *y, ReduceDims r,
-                                                    long long chunk) {
+    strata_reduce_finish_f32(const double *part, float *y, ReduceDims r,
+                             long long chunk) {
   strata_reduce_finish_impl(part, y, r, chunk);
 }
 extern "C" __global__ void __launch_bounds__(256)
-    strata_reduce_finish_f64(const double *part,
-                                                    double *y, ReduceDims r,
-                                                    long long chunk) {
+    strata_reduce_finish_f64(const double *part, double *y, ReduceDims r,
+                             long long chunk) {
   strata_reduce_finish_impl(part, y, r, chunk);
 }

@@ -21,8 +21,8 @@ __device__ double strata_rope_freq(const RopeParams &p, long long i) {
   if (wavelen > lowWavelen)
     return f / p.factor;
   if (wavelen >= highWavelen) {
-    double a = (L / wavelen - p.lowFreqFactor) /
-               (p.highFreqFactor - p.lowFreqFactor);
+    double a =
+        (L / wavelen - p.lowFreqFactor) / (p.highFreqFactor - p.lowFreqFactor);
     return (1 - a) * f / p.factor + a * f;
   }
   return f;
