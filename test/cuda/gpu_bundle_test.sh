@@ -10,8 +10,9 @@ rm -rf "$out"
 "$repo/scripts/gpu_check.sh" bundle "$build" "$out"
 stage="$out/strata-gpu"
 test -f "$out/strata-gpu.tar.gz"
+resolved=$(LD_LIBRARY_PATH="$stage/lib" ldd "$stage/bin/strata")
 for lib in libgloo libprotobuf libopenblas; do
-  LD_LIBRARY_PATH="$stage/lib" ldd "$stage/bin/strata" | grep -q "$lib.*$stage/lib" ||
+  grep -q "$lib.*$stage/lib" <<<"$resolved" ||
     { echo "FAIL: $lib does not resolve from the bundle" >&2; exit 1; }
 done
 LD_LIBRARY_PATH="$stage/lib" "$stage/bin/strata" help >/dev/null
