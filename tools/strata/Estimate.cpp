@@ -18,6 +18,7 @@
 #include "runtime/io/AtomicFile.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
+#include "tools/strata/LayoutFlags.h"
 #include "tools/strata/PipelineProto.h"
 #include "tools/strata/Verb.h"
 
@@ -71,100 +72,10 @@ cl::opt<std::string>
                        "(the format of `strata train --trace`)"),
               cl::value_desc("file.json"), cl::sub(estimateCmd), cl::cat(cat));
 
-// The layout flags of `strata compile` (Compile.cpp), for a spec.
-cl::opt<int64_t> tp("tp", cl::desc("Tensor-parallel degree"), cl::init(1),
-                    cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<int64_t> dp("dp", cl::desc("Data-parallel degree"), cl::init(1),
-                    cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<int64_t> pp("pp", cl::desc("Pipeline-parallel degree"), cl::init(1),
-                    cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<bool> sp("sp", cl::desc("Sequence parallelism (over tp)"),
-                 cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<int64_t> microbatches(
-    "microbatches",
-    cl::desc("Microbatches per optimizer step (default: the spec's "
-             "training.grad_accum)"),
-    cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<std::string> schedule("schedule",
-                              cl::desc("gpipe, 1f1b or interleaved:V"),
-                              cl::init("1f1b"), cl::sub(estimateCmd),
-                              cl::cat(cat));
-cl::opt<std::string>
-    recomputeMode("recompute",
-                  cl::desc("Activation recomputation: none, selective, full or "
-                           "auto (with --memory-budget)"),
-                  cl::init("none"), cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<std::string>
-    memoryBudget("memory-budget",
-                 cl::desc("Peak bytes per device (16GiB, 512MiB, 16GB or "
-                          "bytes), as for compile"),
-                 cl::sub(estimateCmd), cl::cat(cat));
-cl::list<int64_t> layersPerStage("layers-per-stage", cl::CommaSeparated,
-                                 cl::desc("Blocks per pipeline stage, e.g. "
-                                          "5,6,6,5 (default: balanced)"),
-                                 cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<std::string>
-    savedState("saved-state",
-               cl::desc("Activation accounting: strata or megatron"),
-               cl::init("strata"), cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<bool>
-    distributedOptimizer("distributed-optimizer",
-                         cl::desc("Shard the AdamW state over dp (ZeRO-1)"),
-                         cl::sub(estimateCmd), cl::cat(cat));
-cl::opt<bool> noFusion("no-fusion", cl::desc("Keep every op unfused"),
-                       cl::sub(estimateCmd), cl::cat(cat));
+// The layout flags of `strata compile`, for a spec.
+LayoutFlags layout(estimateCmd);
 
 Error usage(const Twine &msg) { return usageError(msg); }
-
-/// The layout of a spec from the flags (as `strata compile` reads them).
-Expected<ParallelCompileOptions> layoutOptions(const pb::ModelSpec &spec) {
-  if (Error e = checkFlags({
-          atLeast(tp, 1, "1 is no tensor parallelism"),
-          atLeast(dp, 1, "1 is no data parallelism"),
-          atLeast(pp, 1, "1 is no pipeline"),
-          atLeast(microbatches, 1, "microbatches per optimizer step"),
-          oneOf(recomputeMode, {"none", "selective", "full", "auto"}),
-          oneOf(savedState, {"strata", "megatron"}),
-      }))
-    return e;
-  if (Error e = checkSequenceParallel(sp, tp))
-    return e;
-  ParallelCompileOptions o;
-  o.tp = tp;
-  o.dp = dp;
-  o.pp = pp;
-  o.sp = sp;
-  o.microbatches = given(microbatches) ? int64_t(microbatches)
-                                       : spec.training().grad_accum();
-  auto sched = parseScheduleSpec(schedule);
-  if (!sched)
-    return usage("--schedule: " + toString(sched.takeError()));
-  o.schedule = *sched;
-  o.recompute = *parseRecomputeMode(recomputeMode);
-  if (!memoryBudget.empty()) {
-    auto bytes = parseBytes(memoryBudget);
-    if (!bytes)
-      return usage("--memory-budget takes a byte count such as 16GiB, 512MiB "
-                   "or 16GB, got '" +
-                   memoryBudget + "'");
-    o.memoryBudget = *bytes;
-  }
-  if (o.pp > 1 || o.recompute != RecomputeMode::None)
-    if (Error e =
-            checkPipelineFlags(o.schedule, o.pp, o.microbatches, spec.layers()))
-      return e;
-  o.layersPerStage.assign(layersPerStage.begin(), layersPerStage.end());
-  o.savedState = *parseSavedStateModel(savedState);
-  const pb::Training &t = spec.training();
-  o.optimizer.beta1 = t.beta1();
-  o.optimizer.beta2 = t.beta2();
-  o.optimizer.eps = t.eps();
-  o.optimizer.weight_decay = t.weight_decay();
-  o.optimizer.grad_clip = t.grad_clip();
-  o.fusion = !noFusion;
-  o.distributedOptimizer = distributedOptimizer;
-  return o;
-}
 
 /// A plan with what the estimate reads: programs, memory peaks, the work of
 /// a step.
@@ -193,7 +104,7 @@ Expected<Input> loadInput() {
   in.name = c.name;
   ParallelCompileOptions o;
   if (isSpecPath(inputPath)) {
-    auto opts = layoutOptions(loaded->plan.model());
+    auto opts = layout.compileOptions(loaded->plan.model());
     if (!opts)
       return opts.takeError();
     o = *opts;
@@ -204,24 +115,10 @@ Expected<Input> loadInput() {
     for (const RankMemory &m : in.compiled.memory.ranks)
       in.peaks.push_back(m.peak);
   } else {
-    const cl::Option *layoutFlags[] = {&tp,
-                                       &dp,
-                                       &pp,
-                                       &sp,
-                                       &microbatches,
-                                       &schedule,
-                                       &recomputeMode,
-                                       &memoryBudget,
-                                       std::addressof(layersPerStage),
-                                       &savedState,
-                                       &distributedOptimizer,
-                                       &noFusion};
-    for (const cl::Option *f : layoutFlags)
-      if (given(*f))
-        return usage("--" + f->ArgStr + " applies to a model spec; " +
-                     inputPath +
-                     " is a compiled plan with its own layout (estimate the "
-                     "spec, or compile the plan again)");
+    if (const cl::Option *f = layout.firstGiven())
+      return usage("--" + f->ArgStr + " applies to a model spec; " + inputPath +
+                   " is a compiled plan with its own layout (estimate the "
+                   "spec, or compile the plan again)");
     auto compiled = loadPipeline(loaded->plan);
     if (!compiled)
       return compiled.takeError();
