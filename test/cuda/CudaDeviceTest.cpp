@@ -15,6 +15,7 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "test/codegen/RunOnCpu.h"
 #include "test/codegen/TestGraphs.h"
+#include "test/cuda/RunNode.h"
 
 #include <gtest/gtest.h>
 
@@ -116,42 +117,6 @@ TEST(CudaDeviceApi, AFailedHostTaskIsReportedAtSynchronize) {
   EXPECT_FALSE(bool(d->synchronize())); // reported once
 }
 
-/// Runs fused node `n` of `g` on `d` from module `m`, host tensors in/out.
-std::vector<HostTensor> runFused(CudaDevice &d, const KernelModule *m,
-                                 const Graph &g, const Node &n,
-                                 llvm::ArrayRef<HostTensor> inputs,
-                                 const LaunchContext &base) {
-  std::vector<void *> buffers;
-  std::vector<const void *> ops;
-  for (const HostTensor &t : inputs) {
-    void *p = d.allocate(std::max<int64_t>(t.type().bytes(), 1));
-    d.copyFromHost(p, t.raw(), t.type().bytes());
-    buffers.push_back(p);
-    ops.push_back(p);
-  }
-  std::vector<void *> res;
-  for (ValueId r : n.results) {
-    res.push_back(d.allocate(std::max<int64_t>(g.type(r).bytes(), 1)));
-    buffers.push_back(res.back());
-  }
-  LaunchContext ctx = base;
-  ctx.module = m;
-  d.launch(g, n, ops, res, ctx);
-  std::vector<HostTensor> out;
-  for (size_t k = 0; k < res.size(); ++k) {
-    out.emplace_back(g.type(n.results[k]));
-    d.copyToHost(out.back().raw(), res[k], out.back().type().bytes());
-  }
-  llvm::Error e = d.synchronize();
-  for (void *p : buffers)
-    d.deallocate(p);
-  if (e) {
-    ADD_FAILURE() << llvm::toString(std::move(e));
-    return {};
-  }
-  return out;
-}
-
 struct ModelCase {
   const char *name;
   pb::ModelSpec (*spec)();
@@ -184,7 +149,7 @@ TEST_P(CudaFused, EveryKernelMatchesItsBodyOnTheCpu) {
     for (ValueId v : n.operands)
       inputs.push_back(test::randomTensor(g.type(v), rng));
     std::vector<HostTensor> got =
-        runFused(*d, module->get(), g, n, inputs, ctx);
+        test::runNode(*d, module->get(), g, n, inputs, ctx);
     std::vector<HostTensor> want = test::runOnCpu(*n.body, inputs, ctx);
     ASSERT_EQ(got.size(), want.size()) << n.scope;
     bool gemm = codegen::planKernel(*n.body)->anchor >= 0;

@@ -25,6 +25,7 @@
 #include "ir/Op.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "test/codegen/TestGraphs.h"
+#include "test/cuda/RunNode.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -37,47 +38,18 @@
 namespace strata {
 namespace {
 
-/// Runs node `n` of `g` on `d` (prepared as `m`); host tensors in and out.
-std::vector<HostTensor> runOnDevice(Device &d, const KernelModule *m,
-                                    const Graph &g, const Node &n,
-                                    llvm::ArrayRef<HostTensor> inputs) {
-  std::vector<void *> buffers;
-  std::vector<const void *> ops;
-  for (const HostTensor &t : inputs) {
-    void *p = d.allocate(std::max<int64_t>(t.type().bytes(), 1));
-    d.copyFromHost(p, t.raw(), t.type().bytes());
-    buffers.push_back(p);
-    ops.push_back(p);
-  }
-  std::vector<void *> res;
-  for (ValueId r : n.results) {
-    res.push_back(d.allocate(std::max<int64_t>(g.type(r).bytes(), 1)));
-    buffers.push_back(res.back());
-  }
+/// The launch of the corpus nodes. Partitioned graphs run as their last
+/// rank: every axis coordinate is past 0, so the rank-dependent ops'
+/// offsets are too.
+LaunchContext corpusLaunch(const Graph &g) {
   LaunchContext ctx;
   ctx.seed = 99;
   ctx.step = 5;
-  ctx.module = m;
-  // Partitioned graphs run as their last rank: every axis coordinate is
-  // past 0, so the rank-dependent ops' offsets are too.
   if (g.mesh) {
     ctx.mesh = &*g.mesh;
     ctx.rank = g.mesh->numDevices() - 1;
   }
-  d.launch(g, n, ops, res, ctx);
-  std::vector<HostTensor> out;
-  for (size_t k = 0; k < res.size(); ++k) {
-    out.emplace_back(g.type(n.results[k]));
-    d.copyToHost(out.back().raw(), res[k], out.back().type().bytes());
-  }
-  llvm::Error e = d.synchronize();
-  for (void *p : buffers)
-    d.deallocate(p);
-  if (e) {
-    ADD_FAILURE() << opName(n.op).str() << ": " << llvm::toString(std::move(e));
-    return {};
-  }
-  return out;
+  return ctx;
 }
 
 /// Ops whose kernels do what the CPU kernel does in the same order: the
@@ -127,9 +99,9 @@ TEST(CudaOps, EveryCorpusOpTheBackendRunsMatchesTheCpuKernel) {
       for (ValueId v : n.operands)
         inputs.push_back(test::randomTensor(g->type(v), rng, 0.5, 2.0, 16));
       std::vector<HostTensor> got =
-          runOnDevice(d, module->get(), *g, n, inputs);
+          test::runNode(d, module->get(), *g, n, inputs, corpusLaunch(*g));
       std::vector<HostTensor> want =
-          runOnDevice(cpu, cpuModule->get(), *g, n, inputs);
+          test::runNode(cpu, cpuModule->get(), *g, n, inputs, corpusLaunch(*g));
       ASSERT_EQ(got.size(), want.size()) << opName(n.op).str();
       covered.insert(opName(n.op).str());
       bool bitwise = kBitwise.count(opName(n.op).str());
