@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace strata {
@@ -81,6 +82,10 @@ public:
 
   virtual void *allocate(int64_t bytes) = 0;
   virtual void deallocate(void *ptr) = 0;
+  /// Device memory free now, for devices with a memory of their own (the
+  /// trainer checks a plan's peak against it before allocating); none for
+  /// host-memory devices, whose runs runtime/train/MemoryCheck checks.
+  virtual std::optional<int64_t> freeBytes() { return std::nullopt; }
 
   /// A new stream (an ordered queue of work).
   virtual StreamId createStream() = 0;

@@ -284,6 +284,15 @@ void *CudaDevice::allocate(int64_t bytes) {
   return reinterpret_cast<void *>(*p);
 }
 
+std::optional<int64_t> CudaDevice::freeBytes() {
+  auto info = driver_->memoryInfo();
+  if (!info) {
+    llvm::consumeError(info.takeError());
+    return std::nullopt;
+  }
+  return info->first;
+}
+
 void CudaDevice::deallocate(void *ptr) {
   note(driver_->free(cuda::DevicePtr(ptr)));
 }

@@ -44,6 +44,7 @@ public:
   bool isHostMemory() const override { return false; }
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
+  std::optional<int64_t> freeBytes() override;
   StreamId createStream() override;
   std::unique_ptr<Event> createEvent() override;
   void record(Event &event, StreamId stream) override;

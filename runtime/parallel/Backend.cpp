@@ -1,9 +1,12 @@
 //===- Backend.cpp - What a DeviceGroup's devices and communicators are ---===//
 #include "runtime/parallel/Backend.h"
 
+#include "passes/recompute/Recompute.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/interpret/InterpretDriver.h"
+
+#include <cstdlib>
 
 namespace strata {
 
@@ -41,7 +44,20 @@ llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
   case Backend::Cpu:
     return std::make_unique<CpuDevice>(int(rank));
   case Backend::CudaInterpret: {
-    auto d = CudaDevice::create(cuda::makeInterpretDriver(), int(rank));
+    // $STRATA_INTERPRET_MEMORY (16GiB, 512MiB, ... or bytes) sets the
+    // emulated device's capacity; default the host's memory.
+    int64_t capacity = 0;
+    if (const char *env = std::getenv("STRATA_INTERPRET_MEMORY")) {
+      auto bytes = parseBytes(env);
+      if (!bytes)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::Twine("STRATA_INTERPRET_MEMORY takes a byte count such as "
+                        "512MiB, got '") +
+                env + "'");
+      capacity = *bytes;
+    }
+    auto d = CudaDevice::create(cuda::makeInterpretDriver(capacity), int(rank));
     if (!d)
       return d.takeError();
     return std::unique_ptr<Device>(std::move(*d));

@@ -3,6 +3,7 @@
 #include "runtime/parallel/Trainer.h"
 
 #include "ir/Op.h"
+#include "passes/recompute/Recompute.h"
 #include "runtime/comm/CollectiveKernels.h"
 #include "runtime/parallel/SendCompletion.h"
 #include "runtime/parallel/Sharded.h"
@@ -78,6 +79,28 @@ llvm::Error checkGroup(const ParallelConfig &config, DeviceGroup &group) {
   return err("the configuration needs " + ws.str() + ", the device group has " +
              hs.str());
 }
+
+/// Each local device with a memory of its own has room for its pipeline
+/// rank's planned peak, checked before anything is allocated.
+llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
+  int64_t perStage =
+      group.mesh().numDevices() / std::max<int64_t>(c.pipeline.pp, 1);
+  for (size_t l = 0; l < group.numLocal(); ++l) {
+    std::optional<int64_t> free = group.device(l).freeBytes();
+    int64_t pipeRank = group.globalRank(l) / perStage;
+    if (!free || pipeRank >= int64_t(c.memory.ranks.size()))
+      continue;
+    int64_t need = c.memory.ranks[pipeRank].peak;
+    if (need > *free)
+      return err(group.device(l).name() + " has " + formatBytes(*free) +
+                 " free, and the plan needs " + formatBytes(need) +
+                 " at its peak (" + c.memory.ranks[pipeRank].peakAt +
+                 " of pipeline rank " + llvm::Twine(pipeRank) +
+                 "): use a smaller micro batch, --recompute, more --tp or "
+                 "--pp, or --distributed-optimizer");
+  }
+  return llvm::Error::success();
+}
 } // namespace
 
 llvm::Expected<std::unique_ptr<Trainer>>
@@ -105,6 +128,8 @@ Trainer::create(CompiledPipeline compiled, const Graph &forward,
                llvm::Twine(compiled.pipeline.schedule.microbatches) +
                " microbatches per step, the run asks for " +
                llvm::Twine(options.gradAccum));
+  if (auto e = checkDeviceMemory(compiled, group))
+    return e;
   std::unique_ptr<Trainer> t(new Trainer(group));
   t->opts_ = options;
   t->config_ = config;

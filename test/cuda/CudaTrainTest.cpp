@@ -20,6 +20,7 @@
 #include <cmath>
 #include <fstream>
 #include <regex>
+#include <unistd.h>
 
 namespace strata {
 namespace {
@@ -47,15 +48,27 @@ protected:
     return strata("train", args);
   }
 
-  /// Runs `strata VERB args`; its stderr on failure.
-  std::string strata(const char *verb, std::vector<std::string> args) {
+  /// Runs `strata VERB args` (with `env` added to the environment); its
+  /// stderr on failure.
+  std::string strata(const char *verb, std::vector<std::string> args,
+                     const std::string &env = "") {
     args.insert(args.begin(), {STRATA_BIN, verb});
     std::vector<llvm::StringRef> argv(args.begin(), args.end());
     std::string out = dir_ + "/stdout", err = dir_ + "/stderr";
     llvm::Optional<llvm::StringRef> redirects[] = {
         llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
-    int code = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, llvm::None,
-                                         redirects, /*secondsToWait=*/240);
+    llvm::Optional<llvm::ArrayRef<llvm::StringRef>> envp;
+    std::vector<std::string> vars;
+    std::vector<llvm::StringRef> refs;
+    if (!env.empty()) {
+      for (char **e = environ; *e; ++e)
+        vars.push_back(*e);
+      vars.push_back(env);
+      refs.assign(vars.begin(), vars.end());
+      envp = llvm::ArrayRef<llvm::StringRef>(refs);
+    }
+    int code = llvm::sys::ExecuteAndWait(STRATA_BIN, argv, envp, redirects,
+                                         /*secondsToWait=*/240);
     return code == 0 ? "" : "exit " + std::to_string(code) + ": " + read(err);
   }
 
@@ -124,6 +137,17 @@ TEST_F(CudaTrain, CheckpointsMoveBetweenDevices) {
     std::vector<double> got = metric(out, "loss");
     expectClose(got, want, std::string(first) + " then " + second);
   }
+}
+
+// A plan larger than the device's free memory is refused before the first
+// step, naming both sizes.
+TEST_F(CudaTrain, APlanOverTheDeviceMemoryIsRefusedBeforeItRuns) {
+  std::string e = strata(
+      "train",
+      {spec("GPT"), "--out", dir_ + "/oom", "--device", "cuda-interpret"},
+      "STRATA_INTERPRET_MEMORY=200KiB");
+  EXPECT_NE(e.find("free, and the plan needs"), std::string::npos) << e;
+  EXPECT_FALSE(llvm::sys::fs::exists(dir_ + "/oom/checkpoint.bin"));
 }
 
 // Parallel layouts on cuda-interpret devices (collectives by Gloo on their
