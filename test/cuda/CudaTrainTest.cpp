@@ -139,6 +139,23 @@ TEST_F(CudaTrain, CheckpointsMoveBetweenDevices) {
   }
 }
 
+// Greedy generation from a trained checkpoint on cuda-interpret prints the
+// CPU's text (the graph decoder there, the key/value cache on the CPU).
+TEST_F(CudaTrain, GenerateOnTheDeviceMatchesTheCpu) {
+  std::string out = dir_ + "/gen";
+  ASSERT_EQ(train({spec("GPT"), "--out", out}), "");
+  std::string text[2];
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(strata("generate", {out + "/checkpoint.bin", "--prompt", "to be",
+                                  "--tokens", "12", "--temperature", "0",
+                                  "--device", i ? "cuda-interpret" : "cpu"}),
+              "");
+    text[i] = read(dir_ + "/stdout");
+  }
+  EXPECT_FALSE(text[0].empty());
+  EXPECT_EQ(text[1], text[0]);
+}
+
 // A plan larger than the device's free memory is refused before the first
 // step, naming both sizes.
 TEST_F(CudaTrain, APlanOverTheDeviceMemoryIsRefusedBeforeItRuns) {

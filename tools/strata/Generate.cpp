@@ -10,9 +10,9 @@
 // with tokens and logprobs.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/cpu/CpuDevice.h"
 #include "runtime/generate/Engine.h"
 #include "runtime/generate/LoadedModel.h"
+#include "runtime/parallel/Backend.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/Verb.h"
 
@@ -85,6 +85,11 @@ cl::opt<bool> noCache("no-kv-cache",
                       cl::desc("Run the whole forward graph for every token "
                                "(the reference the cache is tested against)"),
                       cl::sub(generateCmd), cl::cat(cat));
+cl::opt<std::string> device(
+    "device",
+    cl::desc("Where the model runs: cpu (default; the key/value cache), "
+             "cuda-interpret or cuda (the model's graph for every token)"),
+    cl::init("cpu"), cl::sub(generateCmd), cl::cat(cat));
 
 Error checkGenerateFlags() {
   if (auto e = checkFlags({
@@ -120,6 +125,10 @@ json::Value resultJSON(size_t index, StringRef prompt,
 int runGenerate() {
   if (auto e = checkGenerateFlags())
     return reportError(std::move(e));
+  auto backend = parseBackend(device);
+  if (!backend)
+    return reportError(
+        usageError("--device: " + toString(backend.takeError())));
   auto model = LoadedModel::load(ckptPath);
   if (!model)
     return reportError(model.takeError());
@@ -154,8 +163,13 @@ int runGenerate() {
     r.overflow = context == "stop" ? Overflow::Stop : Overflow::Slide;
   }
 
-  CpuDevice device;
-  auto decoder = (*model)->makeDecoder(!noCache, int64_t(reqs.size()), device);
+  // The key/value-cache decoder is a host engine; other devices run the
+  // model's graph (runtime/generate/LogitsModel) for every token.
+  auto dev = makeDevice(*backend, 0, 0);
+  if (!dev)
+    return reportError(dev.takeError());
+  bool cached = !noCache && *backend == Backend::Cpu;
+  auto decoder = (*model)->makeDecoder(cached, int64_t(reqs.size()), **dev);
   if (!decoder)
     return reportError(decoder.takeError());
 
