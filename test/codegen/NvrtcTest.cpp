@@ -63,14 +63,7 @@ TEST(Nvrtc, RowKernelsOfEveryRowOpCompile) {
     auto g = parseGraph(test::withDType(test::kRowOpsIR, dtype), "row_ops");
     ASSERT_TRUE(bool(g)) << toString(g.takeError());
     ASSERT_TRUE(fuseGraph(*g));
-    std::vector<codegen::KernelPlan> plans;
-    for (const Node &n : g->nodes()) {
-      if (n.op != OpKind::Fused)
-        continue;
-      auto plan = codegen::planKernel(*n.body);
-      ASSERT_TRUE(bool(plan)) << toString(plan.takeError());
-      plans.push_back(std::move(*plan));
-    }
+    std::vector<codegen::KernelPlan> plans = test::fusedPlans(*g);
     ASSERT_EQ(llvm::count_if(plans, [](auto &p) { return p.isRowKernel(); }),
               6);
     codegen::KernelSource source =

@@ -1,6 +1,7 @@
 //===- TestGraphs.h - Model graphs and random tensors for codegen tests ---===//
 #pragma once
 
+#include "codegen/KernelPlan.h"
 #include "frontends/Models.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
@@ -10,6 +11,7 @@
 
 #include <random>
 #include <string>
+#include <vector>
 
 namespace strata::test {
 
@@ -106,6 +108,23 @@ inline HostTensor randomTensor(const TensorType &type, std::mt19937 &rng,
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.set(i, isFloat(type.dtype) ? real(rng) : double(integer(rng)));
   return t;
+}
+
+/// The kernel plans of `g`'s fused nodes, in node order; a node without a
+/// plan fails the test.
+inline std::vector<codegen::KernelPlan> fusedPlans(const Graph &g) {
+  std::vector<codegen::KernelPlan> plans;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Fused)
+      continue;
+    auto plan = codegen::planKernel(*n.body);
+    if (!plan) {
+      ADD_FAILURE() << toString(plan.takeError());
+      continue;
+    }
+    plans.push_back(std::move(*plan));
+  }
+  return plans;
 }
 
 } // namespace strata::test
