@@ -58,6 +58,8 @@ STRATA_FN uint32_t strata_philox(uint64_t index, uint64_t step, uint32_t seed,
 
 } // namespace
 
+llvm::StringRef philoxSource() { return kPhilox; }
+
 void KernelWriter::header() {
   size_t rowSums =
       llvm::count_if(p_.sums, [](const KernelSum &s) { return s.byRowOp; });

@@ -85,6 +85,13 @@ struct CudaLaunch {
 };
 CudaLaunch cudaLaunchOf(const KernelPlan &p);
 
+/// `strata_philox(index, step, seed, stream)`, the Philox4x32-10 draw every
+/// dropout mask comes from (runtime/kernels/Philox.h), as the CUDA C (and
+/// C++) text the kernels include; it needs STRATA_FN, uint32_t and
+/// uint64_t defined. Hand-written dropout kernels include it too, so their
+/// masks are the generated kernels' and the CPU's.
+llvm::StringRef philoxSource();
+
 /// One translation unit: the target's prelude, then one kernel per distinct
 /// plan.
 KernelSource renderKernels(llvm::ArrayRef<KernelPlan> plans, Target target);

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/OpKernels.h"
+
+#include "codegen/Renderer.h"
 #include "runtime/cuda/Launchers.h"
 
 #include <algorithm>
@@ -78,10 +80,52 @@ const char *const kSources[] = {
 #include "runtime/cuda/kernels/RopeText.inc"
     ,
 #include "runtime/cuda/kernels/PartitionText.inc"
+    ,
+#include "runtime/cuda/kernels/DropoutText.inc"
 };
 
 int64_t rowsOf(const TensorType &t) {
   return t.shape.empty() ? 1 : t.numElements() / t.shape.back();
+}
+
+// dropout / dropout_grad of a partitioned graph: the mask of the block's
+// global indices (kernels/Dropout.cu), as the CPU draws it.
+llvm::Error dropoutK(const OpLaunch &a) {
+  const TensorType &t = a.outType(0);
+  auto f = typed(a, "strata_dropout", t.dtype);
+  if (!f)
+    return f.takeError();
+  struct Block {
+    int rank;
+    long long local[8], gstride[8], offset[8];
+  } b{};
+  b.rank = int(t.rank());
+  if (b.rank > 8)
+    return fail(a, "rank above 8");
+  const Value &v = a.g.value(a.node.results[0]);
+  long long stride = 1;
+  for (int d = b.rank - 1; d >= 0; --d) {
+    int64_t shards = 1;
+    if (v.sharding && a.ctx.mesh && size_t(d) < v.sharding->dims.size())
+      for (const std::string &axis : v.sharding->dims[d])
+        shards *= a.ctx.mesh->axisSize(axis);
+    b.local[d] = t.shape[d];
+    b.offset[d] = shardOffset(a, a.node.results[0], size_t(d));
+    b.gstride[d] = stride;
+    stride *= t.shape[d] * shards;
+  }
+  double p = a.node.attrs.getFloat("p");
+  unsigned long long threshold =
+      (unsigned long long)std::ceil(std::ldexp(p, 32));
+  double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  const void *x = a.operands[0];
+  void *y = a.results[0];
+  long long n = t.numElements();
+  unsigned long long seed = uint32_t(a.ctx.seed),
+                     stream = uint32_t(a.node.attrs.getInt("stream")),
+                     step = a.ctx.step;
+  void *params[] = {&x, &y, &n, &b, &threshold, &scale, &seed, &stream, &step};
+  return launch1d(a, *f, n, params);
 }
 
 llvm::Error fillK(const OpLaunch &a) {
@@ -242,6 +286,13 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
     return g.type(node.results[i]);
   };
   switch (node.op) {
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad: {
+    // Partitioned graphs only: unpartitioned ones run codegen's kernel.
+    DType dt = g.type(node.results[0]).dtype;
+    return g.mesh && (dt == DType::F32 || dt == DType::F64) ? dropoutK
+                                                            : nullptr;
+  }
   case OpKind::Fill: {
     DType dt = out(0).dtype;
     return f32OrF64(dt) || dt == DType::I32 ? fillK : nullptr;
@@ -332,7 +383,13 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
 
 llvm::StringRef opKernelSource() {
   static const std::string text = [] {
-    std::string t;
+    // The Philox draw of the generated kernels (dropout masks), with what
+    // it needs.
+    std::string t = "#ifdef __CUDACC_RTC__\ntypedef unsigned int uint32_t;\n"
+                    "typedef unsigned long long uint64_t;\n#else\n"
+                    "#include <cstdint>\n#endif\n"
+                    "#define STRATA_FN __device__ __forceinline__\n" +
+                    codegen::philoxSource().str() + "\n";
     for (const char *s : kSources)
       t += std::string(s) + "\n";
     return t;

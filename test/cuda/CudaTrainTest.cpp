@@ -169,18 +169,16 @@ TEST_F(CudaTrain, APlanOverTheDeviceMemoryIsRefusedBeforeItRuns) {
 
 // Parallel layouts on cuda-interpret devices (collectives by Gloo on their
 // memory) against the serial plan on one CPU device, tensor by tensor:
-// Megatron tp with sp over a 2-stage 1F1B pipeline, and tp x dp. Without
-// dropout: on split activations its mask needs the block's global offsets,
-// which no CUDA dropout kernel takes yet.
+// Megatron tp with sp over a 2-stage 1F1B pipeline, and tp x dp, with
+// dropout on split activations (each block draws its global indices' mask).
 TEST_F(CudaTrain, ParallelLayoutsVerifyAgainstTheCpu) {
-  EXPECT_EQ(
-      strata("verify", {spec("LLAMA"), "--tp", "2", "--sp", "--pp", "2",
-                        "--microbatches", "2", "--schedule", "1f1b", "--steps",
-                        "1", "--dropout", "0", "--device", "cuda-interpret"}),
-      "");
+  EXPECT_EQ(strata("verify", {spec("LLAMA"), "--tp", "2", "--sp", "--pp", "2",
+                              "--microbatches", "2", "--schedule", "1f1b",
+                              "--steps", "1", "--device", "cuda-interpret"}),
+            "");
   EXPECT_EQ(strata("verify", {spec("GPT"), "--tp", "2", "--dp", "2",
                               "--distributed-optimizer", "--steps", "1",
-                              "--dropout", "0", "--device", "cuda-interpret"}),
+                              "--device", "cuda-interpret"}),
             "");
 }
 
