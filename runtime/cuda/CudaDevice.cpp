@@ -14,10 +14,6 @@ namespace strata {
 
 namespace {
 
-const char kBuiltins[] =
-#include "runtime/cuda/kernels/BuiltinsText.inc"
-    ;
-
 llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
@@ -151,25 +147,20 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
   if (!s)
     return s.takeError();
   d->streams_.push_back(*s);
-  auto m =
-      d->driver_->loadModule(kBuiltins, "runtime/cuda/kernels/Builtins.cu");
-  if (!m)
-    return m.takeError();
-  d->builtins_ = std::move(*m);
-  auto acc = d->driver_->function(*d->builtins_, "strata_accumulate");
-  if (!acc)
-    return acc.takeError();
-  auto scale = d->driver_->function(*d->builtins_, "strata_scale");
-  if (!scale)
-    return scale.takeError();
-  d->accumulate_ = *acc;
-  d->scale_ = *scale;
   auto ops =
       d->driver_->loadModule(cuda::opKernelSource(), "runtime/cuda/kernels");
   if (!ops)
     return ops.takeError();
   d->opKernels_ =
       std::make_unique<cuda::OpKernelModule>(*d->driver_, std::move(*ops));
+  auto acc = d->opKernels_->kernel("strata_accumulate");
+  if (!acc)
+    return acc.takeError();
+  auto scale = d->opKernels_->kernel("strata_scale");
+  if (!scale)
+    return scale.takeError();
+  d->accumulate_ = *acc;
+  d->scale_ = *scale;
   return d;
 }
 
@@ -183,16 +174,29 @@ std::string CudaDevice::name() const {
   return driver_->kind().str() + ":" + std::to_string(index_);
 }
 
-/// Whether `node` (not fused) runs as a generated single-op kernel.
-static bool runsGenerated(const Graph &g, const Node &node) {
+/// `node` (not fused) as a generated single-op kernel: its body, named
+/// `name`, with the body's plan; none if another path runs it or codegen
+/// cannot plan it alone.
+struct SingleOpKernel {
+  std::shared_ptr<Graph> body;
+  codegen::KernelPlan plan; // of *body
+  std::vector<size_t> operandOfInput;
+};
+static std::optional<SingleOpKernel>
+singleOpKernel(const Graph &g, const Node &node, const std::string &name) {
   if (node.op == OpKind::Fused || node.op == OpKind::Reshape ||
       node.op == OpKind::MatMul || isCollective(node.op) ||
       node.results.empty() || cuda::opLauncher(g, node))
-    return false;
+    return std::nullopt;
   if (rankDependent(node.op) && g.mesh)
-    return false; // their offsets come with the launch (not yet here)
-  std::vector<size_t> inputs;
-  return cudaPlan(*singleOpBody(g, node, "probe", inputs)).has_value();
+    return std::nullopt; // their offsets come with the launch
+  SingleOpKernel k;
+  k.body = singleOpBody(g, node, name, k.operandOfInput);
+  auto plan = cudaPlan(*k.body);
+  if (!plan)
+    return std::nullopt;
+  k.plan = std::move(*plan);
+  return k;
 }
 
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
@@ -206,7 +210,7 @@ bool CudaDevice::supports(const Graph &g, const Node &node) const {
   }
   if (isCollective(node.op)) // Gloo on host memory; NCCL is not built yet
     return driver_->hostAddressable();
-  return runsGenerated(g, node);
+  return singleOpKernel(g, node, "probe").has_value();
 }
 
 llvm::Expected<std::unique_ptr<KernelModule>>
@@ -226,14 +230,13 @@ CudaDevice::prepare(const Graph &g) {
       if (!plan)
         return plan.takeError();
       k.plan = std::move(*plan);
-    } else if (runsGenerated(g, n)) {
-      std::string name = "op" + std::to_string(&n - g.nodes().data()) + "_" +
-                         opName(n.op).str();
-      m->singleOpBodies.push_back(singleOpBody(g, n, name, k.operandOfInput));
-      auto plan = codegen::planKernel(*m->singleOpBodies.back());
-      if (!plan)
-        return plan.takeError();
-      k.plan = std::move(*plan);
+    } else if (auto op =
+                   singleOpKernel(g, n,
+                                  "op" + std::to_string(&n - g.nodes().data()) +
+                                      "_" + opName(n.op).str())) {
+      m->singleOpBodies.push_back(std::move(op->body));
+      k.plan = std::move(op->plan);
+      k.operandOfInput = std::move(op->operandOfInput);
     } else {
       continue;
     }
@@ -353,27 +356,18 @@ void CudaDevice::enqueueFill(void *dst, int64_t bytes, int value, StreamId s) {
   note(driver_->fill(cuda::DevicePtr(dst), uint8_t(value), bytes, stream(s)));
 }
 
-void CudaDevice::launchElementwise(cuda::Function f, int64_t count,
-                                   void **params, StreamId s) {
-  constexpr int64_t kThreads = 256, kMaxBlocks = 65535;
-  unsigned blocks = unsigned(
-      std::clamp<int64_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks));
-  note(driver_->launch(f, {blocks, 1, 1}, {unsigned(kThreads), 1, 1}, 0,
-                       stream(s), params));
-}
-
 void CudaDevice::enqueueAccumulate(void *acc, const void *x, int64_t count,
                                    StreamId s) {
   long long n = count;
   void *params[] = {&acc, &x, &n};
-  launchElementwise(accumulate_, count, params, s);
+  note(cuda::launch1d(*driver_, stream(s), accumulate_, count, params));
 }
 
 void CudaDevice::enqueueScale(void *x, int64_t count, float factor,
                               StreamId s) {
   long long n = count;
   void *params[] = {&x, &n, &factor};
-  launchElementwise(scale_, count, params, s);
+  note(cuda::launch1d(*driver_, stream(s), scale_, count, params));
 }
 
 void CudaDevice::launch(const Graph &g, const Node &node,

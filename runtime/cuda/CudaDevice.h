@@ -6,7 +6,8 @@
 // even in interpret mode, so the runtime's copies are exercised); every
 // Device stream is a driver stream, events are driver events; copies,
 // fills and host work are enqueued on them. The runtime's own kernels
-// (gradient accumulation, scaling) are CUDA C loaded at creation. Fused
+// (gradient accumulation, scaling) are CUDA C in the module of
+// hand-written kernels, loaded at creation. Fused
 // nodes, and every other op codegen can plan alone (elementwise, dropout,
 // row ops such as norms and softmax, column sums), run the kernels codegen
 // renders for CUDA (codegen/Renderer.h: the launch contract), compiled per
@@ -73,9 +74,6 @@ private:
   cuda::StreamHandle stream(StreamId id) const;
   /// Keeps the first error of an enqueue for synchronize().
   void note(llvm::Error e);
-  /// Launches `f` over `count` elements with 1-D blocks of 256 threads.
-  void launchElementwise(cuda::Function f, int64_t count, void **params,
-                         StreamId stream);
   /// A fused node or single op from the graph's generated kernels.
   llvm::Error launchGenerated(const Node &node,
                               llvm::ArrayRef<const void *> operands,
@@ -85,7 +83,6 @@ private:
   std::unique_ptr<cuda::Driver> driver_;
   int index_;
   std::vector<cuda::StreamHandle> streams_;
-  std::unique_ptr<cuda::Module> builtins_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function accumulate_ = nullptr, scale_ = nullptr;
   std::mutex mu_;

@@ -82,6 +82,8 @@ const char *const kSources[] = {
 #include "runtime/cuda/kernels/PartitionText.inc"
     ,
 #include "runtime/cuda/kernels/DropoutText.inc"
+    ,
+#include "runtime/cuda/kernels/BuiltinsText.inc"
 };
 
 int64_t rowsOf(const TensorType &t) {
@@ -270,12 +272,11 @@ OpKernelModule::~OpKernelModule() {
     llvm::consumeError(driver_.free(p));
 }
 
-llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
-                     void **params, unsigned threads) {
+llvm::Error launch1d(Driver &driver, StreamHandle stream, Function f,
+                     int64_t count, void **params, unsigned threads) {
   unsigned blocks =
       unsigned(std::clamp<int64_t>((count + threads - 1) / threads, 1, 65535));
-  return a.kernels.driver().launch(f, {blocks, 1, 1}, {threads, 1, 1}, 0,
-                                   a.stream, params);
+  return driver.launch(f, {blocks, 1, 1}, {threads, 1, 1}, 0, stream, params);
 }
 
 OpLauncher opLauncher(const Graph &g, const Node &node) {

@@ -72,12 +72,18 @@ using OpLauncher = llvm::Error (*)(const OpLaunch &);
 /// (or not for its dtypes).
 OpLauncher opLauncher(const Graph &g, const Node &node);
 
-/// The CUDA C source of every hand-written kernel: one module.
+/// The CUDA C source of every hand-written kernel, the runtime's own
+/// (kernels/Builtins.cu) included: one module.
 llvm::StringRef opKernelSource();
 
-/// Enqueues `f` on 1-D blocks of `threads` threads, enough blocks for
-/// `count` work items (at most 65535: kernels grid-stride).
-llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
-                     void **params, unsigned threads = 256);
+/// Enqueues `f` on `stream` on 1-D blocks of `threads` threads, enough
+/// blocks for `count` work items (at most 65535: kernels grid-stride).
+llvm::Error launch1d(Driver &driver, StreamHandle stream, Function f,
+                     int64_t count, void **params, unsigned threads = 256);
+/// launch1d on the launch's stream.
+inline llvm::Error launch1d(const OpLaunch &a, Function f, int64_t count,
+                            void **params, unsigned threads = 256) {
+  return launch1d(a.kernels.driver(), a.stream, f, count, params, threads);
+}
 
 } // namespace strata::cuda
