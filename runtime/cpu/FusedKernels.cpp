@@ -49,44 +49,6 @@ constexpr llvm::StringLiteral kFlags[] = {
     "-O3", "-march=native", "-fno-math-errno", "-fno-trapping-math",
     "-fopenmp-simd"};
 
-// Compiles (or finds in the cache) and loads the kernels of `g`'s fused
-// nodes; null if it has none.
-llvm::Expected<std::unique_ptr<KernelModule>> loadKernels(const Graph &g) {
-  std::vector<const Graph *> bodies;
-  std::vector<codegen::KernelPlan> plans;
-  for (const Node &n : g.nodes()) {
-    if (n.op != OpKind::Fused || !n.body ||
-        llvm::is_contained(bodies, n.body.get()))
-      continue;
-    auto plan = codegen::planKernel(*n.body);
-    if (!plan)
-      return plan.takeError();
-    bodies.push_back(n.body.get());
-    plans.push_back(std::move(*plan));
-  }
-  if (plans.empty())
-    return nullptr;
-  codegen::KernelSource source =
-      codegen::renderKernels(plans, codegen::Target::Cpp);
-  auto lib = buildSharedLibrary(source.text, kFlags, "fused");
-  if (!lib)
-    return lib.takeError();
-  // Never closed: a kernel may still be queued on a stream when its module
-  // goes; dlopen counts the references of a library loaded again.
-  void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return err("cannot load " + *lib + " (" + dlerror() + ")");
-  auto module = std::make_unique<CpuKernelModule>();
-  for (size_t k = 0; k < plans.size(); ++k) {
-    auto fn =
-        reinterpret_cast<KernelFn>(dlsym(handle, source.symbols[k].c_str()));
-    if (!fn)
-      return err(*lib + " has no kernel " + source.symbols[k]);
-    module->kernels[bodies[k]] = LoadedKernel{std::move(plans[k]), fn};
-  }
-  return module;
-}
-
 // Rows of a column-sum block hold ~kSumBlock elements: the blocks (not the
 // threads) fix where partial sums split, so results do not depend on the
 // thread count.
@@ -149,7 +111,39 @@ bool fusedKernelSupports(const Node &node) {
 
 llvm::Expected<std::unique_ptr<KernelModule>>
 prepareFusedKernels(const Graph &g) {
-  return loadKernels(g);
+  std::vector<const Graph *> bodies;
+  std::vector<codegen::KernelPlan> plans;
+  for (const Node &n : g.nodes()) {
+    if (n.op != OpKind::Fused || !n.body ||
+        llvm::is_contained(bodies, n.body.get()))
+      continue;
+    auto plan = codegen::planKernel(*n.body);
+    if (!plan)
+      return plan.takeError();
+    bodies.push_back(n.body.get());
+    plans.push_back(std::move(*plan));
+  }
+  if (plans.empty())
+    return nullptr;
+  codegen::KernelSource source =
+      codegen::renderKernels(plans, codegen::Target::Cpp);
+  auto lib = buildSharedLibrary(source.text, kFlags, "fused");
+  if (!lib)
+    return lib.takeError();
+  // Never closed: a kernel may still be queued on a stream when its module
+  // goes; dlopen counts the references of a library loaded again.
+  void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return err("cannot load " + *lib + " (" + dlerror() + ")");
+  auto module = std::make_unique<CpuKernelModule>();
+  for (size_t k = 0; k < plans.size(); ++k) {
+    auto fn =
+        reinterpret_cast<KernelFn>(dlsym(handle, source.symbols[k].c_str()));
+    if (!fn)
+      return err(*lib + " has no kernel " + source.symbols[k]);
+    module->kernels[bodies[k]] = LoadedKernel{std::move(plans[k]), fn};
+  }
+  return module;
 }
 
 llvm::Error runFusedKernel(const Graph &g, const Node &node,

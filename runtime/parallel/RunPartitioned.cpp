@@ -42,6 +42,7 @@ runPartitioned(const Graph &g, DeviceGroup &group,
   size_t n = group.numLocal();
   std::vector<std::unique_ptr<Executable>> exes;
   std::vector<std::vector<DeviceBuffer>> buffers(n);
+  std::vector<std::vector<HostTensor>> blocks(n);
   std::vector<std::vector<const void *>> ptrs(n);
   for (size_t l = 0; l < n; ++l) {
     auto x = Executable::create(g, group.device(l));
@@ -60,29 +61,31 @@ runPartitioned(const Graph &g, DeviceGroup &group,
                    ", the graph wants " + g.type(v).str());
       buffers[l].emplace_back(group.device(l), b->type());
       buffers[l].back().fromHost(*b);
-      // The block is copied by the time the device is synchronized.
-      if (auto e = group.device(l).synchronize())
-        return e;
       ptrs[l].push_back(buffers[l].back().data());
+      blocks[l].push_back(std::move(*b)); // until its copy has run
     }
+    if (auto e = group.device(l).synchronize())
+      return e;
   }
   std::vector<std::vector<void *>> outs(n);
   if (auto e = group.forEachRank([&](size_t l) {
         return exes[l]->run(ptrs[l], outs[l], group.context(l, base));
       }))
     return e;
+  // Every rank's outputs back to the host, one wait per device.
+  std::vector<std::vector<HostTensor>> local(g.outputs().size());
+  for (size_t l = 0; l < n; ++l) {
+    for (size_t o = 0; o < g.outputs().size(); ++o) {
+      HostTensor &t = local[o].emplace_back(g.type(g.outputs()[o]));
+      group.device(l).copyToHost(t.raw(), outs[l][o], t.bytes());
+    }
+    if (auto e = group.device(l).synchronize())
+      return e;
+  }
   std::vector<HostTensor> result;
   for (size_t o = 0; o < g.outputs().size(); ++o) {
     ValueId v = g.outputs()[o];
-    std::vector<HostTensor> local;
-    for (size_t l = 0; l < n; ++l) {
-      HostTensor t(g.type(v));
-      group.device(l).copyToHost(t.raw(), outs[l][o], t.bytes());
-      if (auto e = group.device(l).synchronize())
-        return e;
-      local.push_back(std::move(t));
-    }
-    auto all = group.allGather(local);
+    auto all = group.allGather(local[o]);
     if (!all)
       return all.takeError();
     auto full = gatherFull(*all, shardingOf(g, v), mesh);

@@ -210,10 +210,13 @@ llvm::Error Trainer::bind() {
       const TensorType &t = opt.type(opt.inputs()[i]);
       if (x.role == Role::AdamM || x.role == Role::AdamV)
         (*r->state(x.role))[x.name] = DeviceBuffer(dev, t);
-      else if (x.role == Role::LearningRate)
+      else if (x.role == Role::LearningRate) {
         r->lr = DeviceBuffer(dev, t);
-      else if (x.role == Role::Step)
+        r->lrHost = HostTensor(t);
+      } else if (x.role == Role::Step) {
         r->stepCount = DeviceBuffer(dev, t);
+        r->stepHost = HostTensor(t);
+      }
     }
     for (size_t o = 0; o < ob.outputs.size(); ++o)
       if (ob.outputs[o].role == Role::GradNorm)
@@ -402,8 +405,6 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
                    "optimizer", "program");
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
   const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
-  r.lrHost = HostTensor(r.lr.type());
-  r.stepHost = HostTensor(r.stepCount.type());
   r.lrHost.set(0, lr);
   r.stepHost.set(0, double(step_ + 1));
   r.lr.fromHost(r.lrHost);
