@@ -131,11 +131,11 @@ cuda::Gemm matmulGemm(const Graph &g, const Node &mm, const void *a,
   return gm;
 }
 
-/// Ops whose kernel depends on the launch's rank or on communicators.
+/// Ops whose kernel depends on the launch's rank (ir/Ops.def).
 bool rankDependent(OpKind op) {
-  return isCollective(op) || op == OpKind::ShardSlice ||
-         op == OpKind::PickLabel || op == OpKind::OneHot ||
-         op == OpKind::Dropout || op == OpKind::DropoutGrad;
+  return op == OpKind::ShardSlice || op == OpKind::PickLabel ||
+         op == OpKind::OneHot || op == OpKind::Dropout ||
+         op == OpKind::DropoutGrad;
 }
 
 } // namespace

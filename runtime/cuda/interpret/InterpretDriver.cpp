@@ -5,7 +5,6 @@
 #include "runtime/cpu/HostStreams.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Regex.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -58,26 +57,18 @@ public:
 constexpr llvm::StringLiteral kFlags[] = {"-O2", "-w", "-fno-strict-aliasing",
                                           "-U_FORTIFY_SOURCE"};
 
-/// The names of the kernels of `source` (see Driver.h for the dialect).
-std::vector<std::string> kernelNames(llvm::StringRef source) {
-  llvm::Regex kernel("__global__[[:space:]]+void[[:space:]]+(__launch_bounds__"
-                     "\\([^)]*\\)[[:space:]]+)?([A-Za-z_][A-Za-z0-9_]*)"
-                     "[[:space:]]*\\(");
+/// The kernels of a module's source (see Driver.h for the dialect), and
+/// which of them synchronize: their body, or a function they call
+/// (transitively), uses __syncthreads, __syncwarp or a shuffle. The others
+/// run their threads without fibers. Top-level definitions are found by
+/// brace depth (the dialect has no block comments); a name counts as
+/// called where it appears.
+struct ModuleKernels {
   std::vector<std::string> names;
-  llvm::SmallVector<llvm::StringRef, 3> m;
-  while (kernel.match(source, &m)) {
-    names.push_back(m[2].str());
-    source = source.substr(m[0].end() - source.begin());
-  }
-  return names;
-}
+  std::set<std::string> synchronizing;
+};
 
-/// The kernels of `source` that synchronize: their body, or a function they
-/// call (transitively), uses __syncthreads, __syncwarp or a shuffle. The
-/// others run their threads without fibers. Top-level definitions are
-/// found by brace depth (the dialect has no block comments); a name counts
-/// as called where it appears.
-std::set<std::string> synchronizingKernels(llvm::StringRef text) {
+ModuleKernels moduleKernels(llvm::StringRef text) {
   // Without comments and preprocessor lines, whose parentheses and braces
   // would mislead the parse.
   std::string code;
@@ -94,6 +85,7 @@ std::set<std::string> synchronizingKernels(llvm::StringRef text) {
     llvm::StringRef body;
   };
   std::vector<Definition> defs;
+  ModuleKernels m;
   size_t depth = 0, start = 0, open = 0;
   for (size_t i = 0; i < source.size(); ++i) {
     char c = source[i];
@@ -110,28 +102,29 @@ std::set<std::string> synchronizingKernels(llvm::StringRef text) {
       size_t from = name.find_last_of(" \t\n*&>");
       name = from == llvm::StringRef::npos ? name : name.substr(from + 1);
       defs.push_back({name.str(), source.slice(open, i + 1)});
+      if (head.contains("__global__"))
+        m.names.push_back(name.str());
       start = i + 1;
     }
     if (c == ';' && depth == 0)
       start = i + 1;
   }
-  std::set<std::string> syncing;
   for (bool changed = true; changed;) {
     changed = false;
     for (const Definition &d : defs) {
-      if (syncing.count(d.name))
+      if (m.synchronizing.count(d.name))
         continue;
       bool syncs = d.body.contains("__syncthreads") ||
                    d.body.contains("__syncwarp") || d.body.contains("__shfl");
-      for (const std::string &f : syncing)
+      for (const std::string &f : m.synchronizing)
         syncs |= d.body.contains(f + "(") || d.body.contains(f + "<");
       if (syncs) {
-        syncing.insert(d.name);
+        m.synchronizing.insert(d.name);
         changed = true;
       }
     }
   }
-  return syncing;
+  return m;
 }
 
 class InterpretDriver : public Driver {
@@ -289,12 +282,12 @@ public:
 
   llvm::Expected<std::unique_ptr<Module>>
   loadModule(llvm::StringRef source, llvm::StringRef name) override {
-    std::vector<std::string> names = kernelNames(source);
-    if (names.empty())
+    ModuleKernels kernels = moduleKernels(source);
+    if (kernels.names.empty())
       return err(name + " has no kernel (extern \"C\" __global__ void ...)");
     std::string text = kSimtHeader;
     text += "#line 1 \"" + name.str() + "\"\n" + source.str() + "\n";
-    for (const std::string &k : names)
+    for (const std::string &k : kernels.names)
       text += "extern \"C\" void *strata_simt_entry_" + k +
               "(int op, const strata_simt::Launch *l, void **p, void *a) "
               "{ return strata_simt::entry(&" +
@@ -306,14 +299,13 @@ public:
     void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle)
       return err("cannot load " + *lib + " (" + dlerror() + ")");
-    std::set<std::string> syncing = synchronizingKernels(source);
     auto module = std::make_unique<InterpretModule>();
-    for (const std::string &k : names) {
+    for (const std::string &k : kernels.names) {
       auto entry = reinterpret_cast<EntryFn>(
           dlsym(handle, ("strata_simt_entry_" + k).c_str()));
       if (!entry)
         return err(*lib + " has no entry point for kernel " + k);
-      module->kernels[k] = Kernel{k, entry, syncing.count(k) > 0};
+      module->kernels[k] = Kernel{k, entry, kernels.synchronizing.count(k) > 0};
     }
     return std::unique_ptr<Module>(std::move(module));
   }
