@@ -3,6 +3,7 @@
 
 #include "codegen/Renderer.h"
 #include "ir/Op.h"
+#include "passes/pipeline/GraphCopy.h"
 #include "runtime/comm/CollectiveKernels.h"
 
 #include "llvm/Support/ErrorHandling.h"
@@ -59,26 +60,13 @@ std::shared_ptr<Graph> singleOpBody(const Graph &g, const Node &n,
                                     std::vector<size_t> &operandOfInput) {
   auto body = std::make_shared<Graph>();
   body->name = name;
-  llvm::SmallVector<ValueId, 4> operands;
-  llvm::SmallVector<ValueId, 4> seen;
-  for (size_t k = 0; k < n.operands.size(); ++k) {
-    ValueId v = n.operands[k];
-    auto at = llvm::find(seen, v);
-    if (at != seen.end()) {
-      operands.push_back(body->inputs()[at - seen.begin()]);
-      continue;
+  GraphCopier copy(g, *body);
+  for (size_t k = 0; k < n.operands.size(); ++k)
+    if (copy.mapped(n.operands[k]) == kNoValue) {
+      copy.addInput(n.operands[k]);
+      operandOfInput.push_back(k);
     }
-    seen.push_back(v);
-    operandOfInput.push_back(k);
-    operands.push_back(body->addInput(g.value(v).name, g.type(v)));
-  }
-  llvm::SmallVector<TensorType, 2> types;
-  llvm::SmallVector<std::string, 2> names;
-  for (ValueId r : n.results) {
-    types.push_back(g.type(r));
-    names.push_back(g.value(r).name);
-  }
-  int32_t b = body->addNode(n.op, operands, types, n.attrs, n.scope, names);
+  int32_t b = copy.copyNode(int32_t(&n - g.nodes().data()));
   body->setOutputs(body->node(b).results);
   return body;
 }
