@@ -22,6 +22,7 @@ void registerDeadCodeEliminationPass();
 void registerFusionPass();
 void registerMegatronSeedsPass();
 void registerMemoryPass();
+void registerMixedPrecisionPass();
 void registerPipelinePass();
 void registerRecomputePass();
 void registerSpmdPass();
@@ -35,6 +36,7 @@ void registerAllPasses() {
     registerFusionPass();
     registerMegatronSeedsPass();
     registerMemoryPass();
+    registerMixedPrecisionPass();
     registerPipelinePass();
     registerRecomputePass();
     registerSpmdPass();

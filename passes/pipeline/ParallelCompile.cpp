@@ -26,7 +26,8 @@ PassManager compilerPasses() {
   return PassManager(std::move(o), llvm::nulls());
 }
 
-/// autodiff, then seeds and spmd when the mesh has more than one device.
+/// autodiff, mixed precision (bf16 / fp16), then seeds and spmd when the
+/// mesh has more than one device.
 llvm::Expected<Graph> microbatchGraph(const Graph &forward,
                                       const ParallelCompileOptions &o) {
   if (o.sp && o.tp < 2)
@@ -34,6 +35,8 @@ llvm::Expected<Graph> microbatchGraph(const Graph &forward,
                "tp is 1 (use --tp 2 or more, or drop --sp)");
   PassManager pm = compilerPasses();
   pm.addPass(createAutodiffPass());
+  if (o.precision != DType::F32)
+    pm.addPass(createMixedPrecisionPass(o.precision));
   if (o.tp > 1 || o.dp > 1) {
     pm.addPass(createMegatronSeedsPass({o.tp, o.dp, o.sp}));
     pm.addPass(createSpmdPass());

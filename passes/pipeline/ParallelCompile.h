@@ -4,6 +4,8 @@
 // The compiler's pass order for a training step (docs: DESIGN.md):
 //
 //   autodiff                        microbatch graph (forward + backward)
+//   mixed-precision{dtype} (bf16 / fp16 only)  16-bit compute, f32 master
+//                                   state (passes/precision: why here)
 //   megatron-seeds{tp,dp,sp}, spmd  per-device graph with collectives (only
 //                                   when tp, dp or sp ask for it)
 //   recompute{mode}                 after spmd, so stash bytes are per device
@@ -21,6 +23,7 @@
 
 #include "passes/memory/MemoryPlan.h"
 #include "passes/pipeline/Pipeline.h"
+#include "passes/precision/MixedPrecision.h"
 #include "passes/recompute/Recompute.h"
 
 namespace strata {
@@ -41,6 +44,9 @@ struct ParallelCompileOptions {
   /// ZeRO-1 optimizer programs (passes/spmd/DistributedOptimizer.h), with
   /// any pp.
   bool distributedOptimizer = false;
+  /// F32, or 16-bit compute with f32 master parameters, gradients and
+  /// moments (passes/precision/MixedPrecision.h).
+  DType precision = DType::F32;
   /// Fuse the stage and optimizer programs (passes/fusion) before memory
   /// planning, so the plan counts the buffers the fused programs use.
   bool fusion = false;
