@@ -61,6 +61,7 @@ ParallelCompileOptions trainingCompileOptions(const ParallelConfig &c,
   o.distributedOptimizer = c.distributedOptimizer;
   // Fused before memory planning: the plan's buffers are the fused programs'.
   o.fusion = t.fusion;
+  o.precision = t.precision;
   return o;
 }
 

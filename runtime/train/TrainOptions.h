@@ -22,6 +22,8 @@ struct TrainOptions {
   /// Fuse elementwise chains of the programs (passes/fusion); the CPU
   /// compiles their kernels once, at create (runtime/cpu/FusedKernels.h).
   bool fusion = false;
+  /// F32, or BF16 / F16: mixed precision (passes/precision).
+  DType precision = DType::F32;
 };
 
 struct StepStats {

@@ -5,6 +5,7 @@
 #include "frontends/ModelSpec.h"
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
+#include "frontends/TrainingPrecision.h"
 #include "runtime/Trace.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/data/BatchSampler.h"
@@ -62,6 +63,7 @@ TrainOptions trainOptions(const pb::Training &t) {
   o.optimizer.weight_decay = t.weight_decay();
   o.optimizer.grad_clip = t.grad_clip();
   o.seed = t.seed();
+  o.precision = trainingPrecision(t);
   return o;
 }
 

@@ -15,6 +15,7 @@
 #include "tools/strata/LayoutFlags.h"
 #include "tools/strata/PipelineInspect.h"
 #include "tools/strata/PipelineProto.h"
+#include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -35,6 +36,7 @@ cl::opt<std::string> outputPath("o", cl::Required,
                                 cl::cat(strataCategory()));
 
 LayoutFlags layout(compileCmd);
+PrecisionFlag precision(compileCmd);
 
 Error usage(const Twine &msg) { return usageError(msg); }
 
@@ -46,6 +48,8 @@ int runCompile() {
     return reportError(spec.takeError());
   auto options = layout.compileOptions(*spec);
   if (!options)
+  if (Error e = precision.apply(*spec))
+    return reportError(std::move(e));
     return reportError(options.takeError());
   auto plan = compilePlan(*spec);
   if (!plan) {

@@ -1,6 +1,8 @@
 //===- LayoutFlags.cpp - The layout flags of the verbs that compile a spec ===//
 #include "tools/strata/LayoutFlags.h"
 
+#include "frontends/TrainingPrecision.h"
+
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/Verb.h"
@@ -125,6 +127,7 @@ LayoutFlags::compileOptions(const pb::ModelSpec &spec) const {
   o.optimizer.weight_decay = t.weight_decay();
   o.optimizer.grad_clip = t.grad_clip();
   o.fusion = !noFusion;
+  o.precision = trainingPrecision(spec.training());
   o.distributedOptimizer = distributedOptimizer;
   return o;
 }

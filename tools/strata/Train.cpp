@@ -17,6 +17,7 @@
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/PipelineProto.h"
+#include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -71,6 +72,8 @@ cl::opt<bool> overwrite(
     "overwrite",
     cl::desc("Replace the previous run in --out (its checkpoint and metrics)"),
     cl::sub(trainCmd), cl::cat(cat));
+PrecisionFlag precision(trainCmd);
+
 cl::opt<std::string> device(
     "device",
     cl::desc("What the devices are: cpu (CPU devices, Gloo communicators), "
@@ -415,6 +418,8 @@ Expected<RunOptions> buildOptions() {
                  " (lower --min-lr or raise --lr)");
   if (given(dropout))
     s.set_dropout(dropout);
+  if (Error e = precision.apply(s))
+    return e;
   explainSchedule(loaded->plan.model().training(), t);
   o.parallel = {tp, dp, sp, distOpt};
   o.parallel.pp = pp;

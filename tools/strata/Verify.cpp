@@ -14,6 +14,7 @@
 #include "runtime/train/TrainingRun.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
+#include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -73,6 +74,8 @@ cl::opt<bool> activations(
 cl::opt<double> dropout("dropout",
                         cl::desc("Dropout probability (default: the spec's)"),
                         cl::sub(verifyCmd), cl::cat(cat));
+PrecisionFlag precision(verifyCmd);
+
 cl::opt<std::string> device(
     "device",
     cl::desc("What the parallel plan runs on: cpu, cuda-interpret or cuda "
@@ -116,6 +119,8 @@ int runVerify() {
   o.parallel.schedule = *sched;
   o.parallel.recompute = *parseRecomputeMode(recomputeMode);
   TrainOptions training = trainOptions(loaded->plan.model().training());
+  if (Error e = precision.apply(training.precision))
+    return reportError(std::move(e));
   // A plan's layout unless flags choose one.
   if (!isSpecPath(input) && !given(tp) && !given(dp) && !given(sp) &&
       !given(pp)) {
@@ -137,6 +142,12 @@ int runVerify() {
                                      model.layers))
       return reportError(std::move(e));
   o.steps = steps;
+  // bf16 / fp16 layouts round at different points (a row-parallel matmul
+  // rounds each rank's partial product before the sum): a few units of the
+  // 16-bit roundoff (2^-8 for bf16's 8-bit mantissa, 2^-11 for fp16's).
+  if (!given(tolerance) && training.precision != DType::F32)
+    tolerance =
+        4 * std::ldexp(1.0, training.precision == DType::BF16 ? -8 : -11);
   o.tolerance = tolerance;
   o.activations = activations;
 
