@@ -125,7 +125,7 @@ private:
   }
 };
 
-class GlooCommunicator : public Communicator {
+class GlooCommunicator : public ClosableCommunicator {
 public:
   GlooCommunicator(std::shared_ptr<gloo::Context> ctx,
                    std::shared_ptr<GlooRendezvous> rdv, std::string name)
@@ -257,9 +257,10 @@ public:
     });
   }
 
-  /// Closes the connections (dropping posted sends); later calls fail.
-  void close() {
+  void close() override {
     posted_.clear();
+    if (ctx_) // fails calls in flight on it (they hold the context)
+      ctx_->closeConnections();
     ctx_.reset();
   }
 
@@ -319,6 +320,7 @@ public:
 
   const Mesh &mesh() const override { return mesh_; }
   int64_t rank() const override { return rank_; }
+  const std::shared_ptr<GlooRendezvous> &rendezvous() const { return rdv_; }
 
   llvm::Expected<Communicator *>
   group(llvm::ArrayRef<std::string> axes) override {
@@ -341,21 +343,14 @@ public:
     for (size_t i = 0; i < ranks.size(); ++i)
       name += (i ? "," : "") + std::to_string(ranks[i]);
     name += ")";
-    try {
-      auto ctx = std::make_shared<gloo::rendezvous::Context>(int(me),
-                                                             int(ranks.size()));
-      ctx->setTimeout(rdv_->timeout());
-      gloo::rendezvous::PrefixStore store(
-          "group/" + key + "/" + std::to_string(ranks[0]), rdv_->store());
-      ctx->connectFullMesh(store, rdv_->device());
-      auto c = std::make_unique<GlooCommunicator>(ctx, rdv_, name);
-      Communicator *p = c.get();
-      groups_[key] = std::move(c);
-      return p;
-    } catch (const std::exception &e) {
-      return err("connecting group " + name + " as rank " + llvm::Twine(rank_) +
-                 ": " + e.what());
-    }
+    auto c = connectGlooGroup(rdv_,
+                              "group/" + key + "/" + std::to_string(ranks[0]),
+                              me, int64_t(ranks.size()), name);
+    if (!c)
+      return c.takeError();
+    Communicator *p = c->get();
+    groups_[key] = std::move(*c);
+    return p;
   }
 
   void abort(llvm::StringRef reason) override {
@@ -373,7 +368,7 @@ private:
   SelfCommunicator self_;
   std::mutex mu_;
   std::string aborted_;
-  std::map<std::string, std::unique_ptr<GlooCommunicator>> groups_;
+  std::map<std::string, std::unique_ptr<ClosableCommunicator>> groups_;
 };
 
 std::shared_ptr<gloo::transport::Device> tcpDevice(const std::string &host) {
@@ -431,6 +426,28 @@ GlooRendezvous::tcp(const std::string &masterAddr, int port, bool serve,
                "': " + e.what());
   }
   return r;
+}
+
+llvm::Expected<std::unique_ptr<ClosableCommunicator>>
+connectGlooGroup(std::shared_ptr<GlooRendezvous> rendezvous,
+                 const std::string &prefix, int64_t rank, int64_t size,
+                 const std::string &name) {
+  try {
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(int(rank),
+                                                           int(size));
+    ctx->setTimeout(rendezvous->timeout());
+    gloo::rendezvous::PrefixStore store(prefix, rendezvous->store());
+    ctx->connectFullMesh(store, rendezvous->device());
+    return std::make_unique<GlooCommunicator>(ctx, rendezvous, name);
+  } catch (const std::exception &e) {
+    return err("connecting group " + name + " as its rank " +
+               llvm::Twine(rank) + ": " + e.what());
+  }
+}
+
+std::shared_ptr<GlooRendezvous> rendezvousOf(Communicators &comms) {
+  auto *g = dynamic_cast<GlooCommunicators *>(&comms);
+  return g ? g->rendezvous() : nullptr;
 }
 
 std::unique_ptr<Communicators>

@@ -84,4 +84,24 @@ std::unique_ptr<Communicators>
 createGlooCommunicators(const Mesh &mesh, int64_t rank,
                         std::shared_ptr<GlooRendezvous> rendezvous);
 
+/// A Gloo group that can be closed: its peers then fail instead of waiting.
+class ClosableCommunicator : public Communicator {
+public:
+  /// Closes the connections (dropping posted sends); later calls fail.
+  virtual void close() = 0;
+};
+
+/// A group of `size` ranks, this one `rank`, connected full-mesh through
+/// `rendezvous` under the store prefix `prefix` (every member passes the
+/// same one); `name` names it in errors. Used by the emulated NCCL of
+/// interpret mode (runtime/cuda/nccl/InterpretNccl.h).
+llvm::Expected<std::unique_ptr<ClosableCommunicator>>
+connectGlooGroup(std::shared_ptr<GlooRendezvous> rendezvous,
+                 const std::string &prefix, int64_t rank, int64_t size,
+                 const std::string &name);
+
+/// The rendezvous of communicators made by createGlooCommunicators; null
+/// for others.
+std::shared_ptr<GlooRendezvous> rendezvousOf(Communicators &comms);
+
 } // namespace strata
