@@ -2,6 +2,7 @@
 #include "runtime/parallel/DeviceGroup.h"
 
 #include "runtime/comm/GlooCommunicator.h"
+#include "runtime/comm/SlurmEnv.h"
 #include "runtime/kernels/Parallel.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -37,6 +38,8 @@ bool isLoopback(llvm::StringRef host) {
 } // namespace
 
 llvm::Expected<std::optional<DistEnv>> DistEnv::fromEnvironment() {
+  if (auto e = adoptSlurmEnvironment()) // srun: Slurm's variables
+    return std::move(e);
   auto world = envInt("WORLD_SIZE", 1);
   if (!world)
     return world.takeError();
