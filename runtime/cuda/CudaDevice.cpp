@@ -4,7 +4,7 @@
 #include "codegen/Renderer.h"
 #include "ir/Op.h"
 #include "passes/pipeline/GraphCopy.h"
-#include "runtime/comm/CollectiveKernels.h"
+#include "runtime/cuda/nccl/NcclGroups.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -152,6 +152,9 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
   return d;
 }
 
+CudaDevice::CudaDevice(std::unique_ptr<cuda::Driver> driver, int index)
+    : driver_(std::move(driver)), index_(index) {}
+
 CudaDevice::~CudaDevice() {
   llvm::consumeError(synchronize());
   for (size_t i = 1; i < streams_.size(); ++i)
@@ -196,8 +199,8 @@ bool CudaDevice::supports(const Graph &g, const Node &node) const {
     DType dt = g.type(node.results[0]).dtype;
     return dt == DType::F32 || dt == DType::F64;
   }
-  if (isCollective(node.op)) // Gloo on host memory; NCCL is not built yet
-    return driver_->hostAddressable();
+  if (isCollective(node.op)) // NCCL (emulated over Gloo in interpret mode)
+    return true;
   return singleOpKernel(g, node, "probe").has_value();
 }
 
@@ -368,23 +371,10 @@ void CudaDevice::launch(const Graph &g, const Node &node,
            ctx.stream);
     return;
   }
-  if (isCollective(node.op)) {
-    if (!driver_->hostAddressable())
-      return note(err(name() + ": " + opName(node.op) +
-                      " needs NCCL, which is not built yet"));
-    // Interpret mode: Gloo on the devices' host memory, in stream order.
-    const void *in = operands.empty() ? nullptr : operands[0];
-    void *out = results.empty() ? nullptr : results[0];
-    Communicators *comms = ctx.comms;
-    uint64_t microbatch = ctx.microbatch;
-    return enqueueHost(
-        [&g, &node, in, out, comms, microbatch] {
-          if (node.op == OpKind::Send || node.op == OpKind::Recv)
-            return runPointToPoint(g, node, in, out, comms, microbatch);
-          return runCollective(g, node, in, out, comms);
-        },
-        ctx.stream);
-  }
+  if (isCollective(node.op))
+    return note(launchCollective(g, node, operands.empty() ? nullptr
+                                                          : operands[0],
+                                 results.empty() ? nullptr : results[0], ctx));
   if (node.op == OpKind::MatMul)
     return note(
         driver_->gemm(matmulGemm(g, node, operands[0], operands[1], results[0]),
@@ -471,6 +461,8 @@ void CudaDevice::note(llvm::Error e) {
 llvm::Error CudaDevice::synchronize() {
   for (cuda::StreamHandle s : streams_)
     note(driver_->synchronize(s));
+  if (nccl_)
+    note(nccl_->release());
   std::lock_guard<std::mutex> lock(mu_);
   if (firstError_.empty())
     return llvm::Error::success();

@@ -28,6 +28,10 @@
 
 namespace strata {
 
+namespace cuda {
+class NcclGroups;
+}
+
 class CudaDevice : public Device {
 public:
   /// A device over `driver`; loads the runtime's kernels (an error names
@@ -69,8 +73,7 @@ protected:
                     StreamId stream) override;
 
 private:
-  CudaDevice(std::unique_ptr<cuda::Driver> driver, int index)
-      : driver_(std::move(driver)), index_(index) {}
+  CudaDevice(std::unique_ptr<cuda::Driver> driver, int index);
   cuda::StreamHandle stream(StreamId id) const;
   /// Keeps the first error of an enqueue for synchronize().
   void note(llvm::Error e);
@@ -80,8 +83,19 @@ private:
                               llvm::ArrayRef<void *> results,
                               const LaunchContext &ctx);
 
+  /// A collective or send/recv node, on NCCL (CudaCollectives.cpp).
+  llvm::Error launchCollective(const Graph &g, const Node &node,
+                               const void *in, void *out,
+                               const LaunchContext &ctx);
+  /// Packs (or unpacks) the blocks of a collective along a dim other than
+  /// the outermost: x as [outer, n, blk] to y as [n, outer, blk] (blk in
+  /// bytes), on `s`.
+  llvm::Error packBlocks(const void *x, void *y, int64_t outer, int64_t n,
+                         int64_t blk, bool unpack, cuda::StreamHandle s);
+
   std::unique_ptr<cuda::Driver> driver_;
   int index_;
+  std::unique_ptr<cuda::NcclGroups> nccl_; // made at the first collective
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function accumulate_ = nullptr, scale_ = nullptr;

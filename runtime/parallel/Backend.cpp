@@ -65,7 +65,14 @@ llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
   case Backend::Cuda: {
     auto driver = cuda::openRealDriver(int(localRank));
     if (!driver)
-      return driver.takeError();
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "rank " + llvm::Twine(rank) + " (local rank " +
+              llvm::Twine(localRank) + ") runs on GPU " +
+              llvm::Twine(localRank) + ": " +
+              llvm::toString(driver.takeError()) +
+              " (each rank needs a GPU of its own: start one process per "
+              "GPU, or choose --tp/--dp/--pp whose product is the GPU count)");
     auto d = CudaDevice::create(std::move(*driver), int(rank));
     if (!d)
       return d.takeError();

@@ -4,10 +4,11 @@
 // per rank and the communicators between them.
 //  - `cpu`: CPU devices (runtime/cpu) with Gloo communicators (runtime/comm);
 //  - `cuda-interpret`: CUDA devices over the emulated driver
-//    (runtime/cuda/interpret), collectives by Gloo on their host memory;
-//  - `cuda`: CUDA devices on GPUs (runtime/cuda), the local rank's GPU each.
-//    Collectives need NCCL, which is not built yet: a layout with more than
-//    one device is refused on it.
+//    (runtime/cuda/interpret), collectives by NCCL emulated over Gloo on
+//    their host memory (runtime/cuda/nccl);
+//  - `cuda`: CUDA devices on GPUs (runtime/cuda), the local rank's GPU each
+//    (one GPU per rank: NCCL refuses two ranks on one GPU), collectives by
+//    NCCL.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

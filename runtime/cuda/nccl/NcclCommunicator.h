@@ -1,0 +1,111 @@
+//===- NcclCommunicator.h - One NCCL communicator on its own stream -------===//
+//
+// A process group of the CUDA backend: one NCCL communicator (Nccl.h) and
+// the communication stream its work is enqueued on. Buffers are device
+// buffers. Each call is ordered with a compute stream by events: the
+// communication stream waits for the compute stream's work so far, runs the
+// NCCL call, and the compute stream's later work waits for it. Without a
+// compute stream (the Communicator interface's blocking contract) a call
+// waits until its work is done.
+//
+// Sends are eager, as the pipeline expects (passes/pipeline/Schedule.h): a
+// send copies its buffer to a staging buffer on the compute stream and the
+// compute stream does not wait for the send. Staging buffers and the
+// scratch of packed collectives are held until release() (after the
+// device synchronized).
+//
+// The watchdog (NcclWatchdog.h) sees every call: host callbacks on the
+// communication stream mark when the stream reaches the call and when the
+// call finished, so a call stuck longer than the timeout is found.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/cuda/nccl/Nccl.h"
+
+#include <functional>
+#include <vector>
+
+namespace strata::cuda {
+
+class NcclWatchdog;
+
+class NcclCommunicator : public Communicator {
+public:
+  /// `comm` (initialized) of `size` ranks, this one `rank`; `name` names the
+  /// group in errors ("[tp] (ranks 0,1)"); `globalRanks[i]` is group rank
+  /// i's rank in the job.
+  NcclCommunicator(Nccl &nccl, Driver &driver, NcclWatchdog &watchdog,
+                   NcclComm comm, StreamHandle stream, int64_t rank,
+                   int64_t size, std::string name,
+                   std::vector<int64_t> globalRanks);
+  ~NcclCommunicator() override;
+
+  int64_t rank() const override { return rank_; }
+  int64_t size() const override { return size_; }
+  const std::string &name() const { return name_; }
+  NcclComm comm() const { return comm_; }
+
+  /// Orders the following calls with `compute` (null: they block).
+  void orderWith(StreamHandle compute) { compute_ = compute; }
+
+  llvm::Error allReduce(void *buf, int64_t count, DType dt,
+                        ReduceOp op) override;
+  /// Out of place: out[count] = the reduction of every rank's in[count].
+  llvm::Error allReduce(const void *in, void *out, int64_t count, DType dt,
+                        ReduceOp op);
+  llvm::Error allGather(const void *in, void *out, int64_t count,
+                        DType dt) override;
+  llvm::Error reduceScatter(const void *in, void *out, int64_t count, DType dt,
+                            ReduceOp op) override;
+  /// Grouped sends and receives (NCCL has no all-to-all).
+  llvm::Error allToAll(const void *in, void *out, int64_t count,
+                       DType dt) override;
+  llvm::Error broadcast(void *buf, int64_t count, DType dt,
+                        int64_t root) override;
+  /// Point to point; NCCL matches messages per peer in issue order, so the
+  /// tag is not sent.
+  llvm::Error send(const void *buf, int64_t count, DType dt, int64_t peer,
+                   uint32_t tag) override;
+  llvm::Error recv(void *buf, int64_t count, DType dt, int64_t peer,
+                   uint32_t tag) override;
+  llvm::Error postSend(const void *buf, int64_t count, DType dt, int64_t peer,
+                       uint32_t tag) override;
+  /// Eager sends complete in stream order: nothing to wait for here.
+  llvm::Error waitSends() override { return llvm::Error::success(); }
+  llvm::Error waitSend(int64_t, uint32_t) override {
+    return llvm::Error::success();
+  }
+
+  /// A device buffer of `bytes` held until release().
+  llvm::Expected<DevicePtr> scratch(int64_t bytes);
+  /// Waits for the communication stream and frees the staging and scratch
+  /// buffers.
+  llvm::Error release();
+
+private:
+  /// Enqueues `call` on the communication stream, ordered and watched (see
+  /// the file comment); `what` and `peer` (-1: every peer) name it.
+  /// `joinCompute`: the compute stream waits for it.
+  llvm::Error run(const char *what, int64_t peer, bool joinCompute,
+                  const std::function<NcclResult(StreamHandle)> &call);
+  llvm::Error failed(const char *what, NcclResult r);
+
+  Nccl &nccl_;
+  Driver &driver_;
+  NcclWatchdog &watchdog_;
+  NcclComm comm_;
+  StreamHandle stream_, compute_ = nullptr;
+  EventHandle before_ = nullptr, after_ = nullptr;
+  int64_t rank_, size_;
+  std::string name_;
+  std::vector<int64_t> globalRanks_;
+  std::vector<DevicePtr> held_, free_;
+  std::vector<int64_t> heldBytes_, freeBytes_;
+};
+
+/// NCCL's type of `dt`.
+NcclDataType ncclType(DType dt);
+
+} // namespace strata::cuda
