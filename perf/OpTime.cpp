@@ -29,22 +29,93 @@ double OpTimeModel::gemmComputeSeconds(double batch, int64_t m, int64_t n,
   return waves * perTile;
 }
 
+double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n,
+                                 int64_t k, bool transA, bool transB) const {
+  const auto &table = hw_.accelerator().gemm_table();
+  if (table.empty() || precision_ != Precision::F32)
+    return -1;
+  const pb::GemmSample *best = nullptr;
+  double bestDist = 0;
+  auto dist = [](int64_t a, int64_t b) {
+    double d = std::log(double(std::max<int64_t>(a, 1)) /
+                        double(std::max<int64_t>(b, 1)));
+    return d * d;
+  };
+  for (const pb::GemmSample &g : table) {
+    // Another transpose is a different kernel: only when none matches.
+    double d = dist(m, g.m()) + dist(n, g.n()) + dist(k, g.k()) +
+               (g.transpose_a() != transA || g.transpose_b() != transB ? 100
+                                                                        : 0);
+    if (!best || d < bestDist)
+      best = &g, bestDist = d;
+  }
+  double ratio = double(m) * double(n) * double(k) /
+                 (double(best->m()) * double(best->n()) * double(best->k()));
+  return batch * best->seconds() * ratio;
+}
+
+double OpTimeModel::measuredAttention(double bh, int64_t s, int64_t d,
+                                      bool backward, double flopShare) const {
+  const pb::AttentionSample *best = nullptr;
+  double bestDist = 0;
+  for (const pb::AttentionSample &a : hw_.accelerator().attention_table()) {
+    if (a.backward() != backward)
+      continue;
+    double ds = std::log(double(s) / double(std::max<int64_t>(a.seq(), 1))),
+           dd = std::log(double(d) /
+                         double(std::max<int64_t>(a.head_dim(), 1)));
+    if (!best || ds * ds + dd * dd < bestDist)
+      best = &a, bestDist = ds * ds + dd * dd;
+  }
+  if (!best)
+    return -1;
+  // The samples are causal: half of the S x S products.
+  double work = bh * double(s) * double(s) * double(d) * flopShare;
+  double sampleWork = double(best->batch_heads()) * double(best->seq()) *
+                      double(best->seq()) * double(best->head_dim()) * 0.5;
+  return best->seconds() * work / sampleWork;
+}
+
+double OpTimeModel::moveSeconds(double bytes) const {
+  const auto &table = hw_.accelerator().bandwidth_table();
+  if (table.empty())
+    return bytes / hw_.accelerator().memory_bandwidth();
+  // Seconds per byte, linear in log(bytes) between samples, flat beyond.
+  auto perByte = [](const pb::BandwidthSample &b) {
+    return b.seconds() / b.bytes();
+  };
+  const pb::BandwidthSample *lo = nullptr, *hi = nullptr;
+  for (const pb::BandwidthSample &b : table) {
+    if (b.bytes() <= bytes && (!lo || b.bytes() > lo->bytes()))
+      lo = &b;
+    if (b.bytes() >= bytes && (!hi || b.bytes() < hi->bytes()))
+      hi = &b;
+  }
+  if (!lo || !hi || lo == hi)
+    return bytes * perByte(lo ? *lo : *hi);
+  double t = std::log(bytes / lo->bytes()) / std::log(hi->bytes() / lo->bytes());
+  return bytes * (perByte(*lo) + t * (perByte(*hi) - perByte(*lo)));
+}
+
 double OpTimeModel::gemmSeconds(double batch, int64_t m, int64_t n, int64_t k,
-                                double bytes) const {
+                                double bytes, bool transA, bool transB) const {
+  double measured = measuredGemm(batch, m, n, k, transA, transB);
+  if (measured >= 0)
+    return measured + hw_.accelerator().kernel_launch_s();
   return std::max(gemmComputeSeconds(batch, m, n, k),
                   bytes / hw_.accelerator().memory_bandwidth()) +
          hw_.accelerator().kernel_launch_s();
 }
 
 double OpTimeModel::memorySeconds(double bytes) const {
-  return bytes / hw_.accelerator().memory_bandwidth() +
-         hw_.accelerator().kernel_launch_s();
+  return moveSeconds(bytes) + hw_.accelerator().kernel_launch_s();
 }
 
 namespace {
 struct GemmShape {
   double batch;
   int64_t m, n, k;
+  bool transA, transB;
 };
 
 /// (batch, m, n, k) of matmul node `n`: result [..., M, N], contraction K.
@@ -53,14 +124,14 @@ struct GemmShape {
 GemmShape matmulShape(const Graph &g, const Node &n) {
   const TensorType &a = g.type(n.operands[0]), &b = g.type(n.operands[1]),
                    &c = g.type(n.results[0]);
-  int64_t k = n.attrs.getBool("transpose_a") ? a.shape[a.rank() - 2]
-                                             : a.shape[a.rank() - 1];
+  bool ta = n.attrs.getBool("transpose_a"), tb = n.attrs.getBool("transpose_b");
+  int64_t k = ta ? a.shape[a.rank() - 2] : a.shape[a.rank() - 1];
   int64_t nn = c.shape.empty() ? 1 : c.shape[c.rank() - 1];
   int64_t rows = c.numElements() / std::max<int64_t>(nn, 1);
   if (b.rank() == 2)
-    return {1, rows, nn, k};
+    return {1, rows, nn, k, ta, tb};
   int64_t m = c.rank() >= 2 ? c.shape[c.rank() - 2] : 1;
-  return {double(rows) / double(std::max<int64_t>(m, 1)), m, nn, k};
+  return {double(rows) / double(std::max<int64_t>(m, 1)), m, nn, k, ta, tb};
 }
 } // namespace
 
@@ -76,19 +147,24 @@ double OpTimeModel::attentionSeconds(const Graph &g, const Node &n,
   // depth S): forward QK^T and PV; backward QK^T, dP = dO V^T (scores), dV,
   // dQ, dK (values).
   double scores = grad ? 2 : 1, values = grad ? 3 : 1;
-  double compute = scores * gemmComputeSeconds(bh, s, s, d) +
-                   values * gemmComputeSeconds(bh, s, d, s);
   int64_t window = n.attrs.getInt("window");
+  double share = 1;
   if (n.attrs.getBool("causal") && window == 0)
-    compute *= 0.5;
+    share = 0.5;
   else if (window > 0 && window < s)
-    compute *= double(window) / double(s);
+    share = double(window) / double(s);
+  double measured = measuredAttention(bh, s, d, grad, share);
+  if (measured >= 0)
+    return measured + hw_.accelerator().kernel_launch_s();
+  double compute = (scores * gemmComputeSeconds(bh, s, s, d) +
+                    values * gemmComputeSeconds(bh, s, d, s)) *
+                   share;
   double moved = 0;
   for (ValueId v : n.operands)
     moved += bytes(g.type(v), half);
   for (ValueId v : n.results)
     moved += bytes(g.type(v), half);
-  return std::max(compute, moved / hw_.accelerator().memory_bandwidth()) +
+  return std::max(compute, moveSeconds(moved)) +
          hw_.accelerator().kernel_launch_s();
 }
 
@@ -104,7 +180,7 @@ double OpTimeModel::nodeSeconds(const Graph &g, const Node &n,
     return 0;
   case OpKind::MatMul: {
     GemmShape s = matmulShape(g, n);
-    return gemmSeconds(s.batch, s.m, s.n, s.k, moved);
+    return gemmSeconds(s.batch, s.m, s.n, s.k, moved, s.transA, s.transB);
   }
   case OpKind::Attention:
   case OpKind::AttentionGrad:
@@ -119,7 +195,7 @@ double OpTimeModel::nodeSeconds(const Graph &g, const Node &n,
     if (body && !body->nodes().empty() &&
         body->nodes().front().op == OpKind::MatMul) {
       GemmShape s = matmulShape(*body, body->nodes().front());
-      return gemmSeconds(s.batch, s.m, s.n, s.k, moved);
+      return gemmSeconds(s.batch, s.m, s.n, s.k, moved, s.transA, s.transB);
     }
     return memorySeconds(moved);
   }

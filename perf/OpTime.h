@@ -23,6 +23,14 @@
 //   others    memory-bound: bytes read and written / bandwidth + launch
 //             (reshape is a view: free).
 //
+// A measured description (strata calibrate, perf/Calibrate.h) carries
+// tables instead: an f32 GEMM takes the time of the measured shape with the
+// same transposes nearest in log(m), log(n), log(k), scaled by the FLOP
+// ratio; attention the nearest measured (seq, head_dim) scaled by heads and
+// causal FLOPs; a memory-bound kernel moves its bytes at the bandwidth
+// measured for that working set (interpolated in log bytes), since a CPU's
+// caches make small tensors several times faster than DRAM.
+//
 // Tensor bytes follow the precision (Hardware.h): under bf16 an f32 tensor
 // of a stage program counts 2 bytes per element.
 //
@@ -44,9 +52,11 @@ public:
   /// tile and wave granularity above (no launch, no memory bound).
   double gemmComputeSeconds(double batch, int64_t m, int64_t n,
                             int64_t k) const;
-  /// A whole GEMM kernel: max(compute, bytes / bandwidth) + launch.
+  /// A whole GEMM kernel: max(compute, bytes / bandwidth) + launch; the
+  /// measured table's time when there is one (file comment).
   double gemmSeconds(double batch, int64_t m, int64_t n, int64_t k,
-                     double bytes) const;
+                     double bytes, bool transA = false,
+                     bool transB = false) const;
   /// A memory-bound kernel moving `bytes`.
   double memorySeconds(double bytes) const;
   /// Seconds of compute node `n` of `g` (not a collective or message);
@@ -60,6 +70,14 @@ public:
 
 private:
   double bytes(const TensorType &t, bool half) const;
+  /// Seconds to move `bytes` (the bandwidth table's, else the peak's).
+  double moveSeconds(double bytes) const;
+  /// The table's time for the GEMM, or < 0 without a table.
+  double measuredGemm(double batch, int64_t m, int64_t n, int64_t k,
+                      bool transA, bool transB) const;
+  /// The table's time for attention, or < 0 without one.
+  double measuredAttention(double bh, int64_t s, int64_t d, bool backward,
+                           double flopShare) const;
   double attentionSeconds(const Graph &g, const Node &n, bool half) const;
 
   const pb::Hardware &hw_;

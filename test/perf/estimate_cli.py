@@ -3,7 +3,7 @@
 
 Checks the JSON against quantities computed here from the spec and against
 `strata inspect --json` of the same layout compiled to a plan: tokens per
-step = micro_batch * microbatches * seq_len, tokens_per_s = tokens /
+step = micro_batch * dp * microbatches * seq_len, tokens_per_s = tokens /
 step_time, the breakdown sums to the step time, 0 < mfu <= hfu < 1, the peak
 memory is the plan's; the spec and the compiled plan estimate alike; the
 trace is Chrome's format with a row per device; bad input fails with
@@ -49,7 +49,8 @@ with tempfile.TemporaryDirectory() as tmp:
     for field in ["step_time_s", "tokens_per_s", "mfu", "hfu",
                   "peak_memory_bytes", "breakdown", "devices"]:
         check(field in e, "missing field " + field)
-    tokens = spec_field("micro_batch") * 4 * spec_field("seq_len")
+    # micro_batch is per data-parallel rank (dp 2 here), as Megatron-LM's.
+    tokens = spec_field("micro_batch") * 2 * 4 * spec_field("seq_len")
     check(e["tokens_per_step"] == tokens,
           "tokens_per_step %s, the spec says %d" % (e["tokens_per_step"],
                                                    tokens))

@@ -1,0 +1,289 @@
+//===- Calibrate.cpp - Measure this machine's CPU backend -----------------===//
+#include "perf/Calibrate.h"
+
+#include "ir/Builder.h"
+#include "runtime/Executable.h"
+#include "runtime/cpu/CpuDevice.h"
+#include "runtime/kernels/Attention.h"
+#include "runtime/kernels/MatMul.h"
+#include "runtime/kernels/Parallel.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace strata {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// What to measure and for how long.
+struct Grid {
+  std::vector<int64_t> rows, cols;                 // GEMM m; n and k
+  std::vector<std::pair<int64_t, int64_t>> attn;   // (seq, head_dim)
+  std::vector<int64_t> bandwidthBytes;             // working sets
+  double budget;                                   // seconds per sample
+  double maxGemmFlops;                             // larger shapes skipped
+};
+
+Grid gridFor(bool quick) {
+  if (quick)
+    return {{64, 256, 1024},
+            {32, 128, 512},
+            {{64, 32}, {256, 64}},
+            {int64_t(48) << 10, int64_t(768) << 10, int64_t(12) << 20},
+            0.008,
+            0.3e9};
+  return {{16, 64, 256, 1024, 4096},
+          {32, 64, 128, 256, 512, 1024, 2048},
+          {{64, 32}, {64, 64}, {128, 64}, {256, 64}, {512, 64}, {1024, 128}},
+          {int64_t(12) << 10, int64_t(48) << 10, int64_t(192) << 10,
+           int64_t(768) << 10, int64_t(3) << 20, int64_t(12) << 20,
+           int64_t(48) << 20, int64_t(192) << 20},
+          0.04,
+          4e9};
+}
+
+void fillRandom(std::vector<float> &v) {
+  uint32_t s = 12345;
+  for (float &x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = float(s >> 8) / float(1 << 24) - 0.5f;
+  }
+}
+
+/// Seconds of one GEMM of the shape on each of `devices` threads at once.
+double timeGemm(int devices, double budget, int64_t m, int64_t n, int64_t k,
+                bool ta, bool tb) {
+  kernels::GemmArgs g;
+  g.M = m, g.N = n, g.K = k, g.transA = ta, g.transB = tb;
+  std::vector<std::vector<float>> a(devices), b(devices), c(devices);
+  for (int d = 0; d < devices; ++d) {
+    a[d].resize(m * k), b[d].resize(k * n), c[d].resize(m * n);
+    fillRandom(a[d]), fillRandom(b[d]);
+  }
+  int64_t reps = repsFor(budget, [&] {
+    kernels::matmul(a[0].data(), b[0].data(), c[0].data(), g);
+  });
+  return concurrently(devices, [&](int d) {
+    return timeCalls(reps, [&] {
+      kernels::matmul(a[d].data(), b[d].data(), c[d].data(), g);
+    });
+  });
+}
+
+/// Seconds of causal attention over `bh` heads, forward or backward.
+double timeAttention(int devices, double budget, int64_t bh, int64_t s,
+                     int64_t dh, bool backward) {
+  kernels::AttentionDims dims;
+  dims.B = bh, dims.S = s, dims.Hq = 1, dims.Hkv = 1, dims.D = dh;
+  size_t n = size_t(bh * s * dh);
+  struct Bufs {
+    std::vector<float> q, k, v, o, dq, dk, dv;
+  };
+  std::vector<Bufs> bufs(devices);
+  for (Bufs &x : bufs) {
+    for (auto *v : {&x.q, &x.k, &x.v, &x.o, &x.dq, &x.dk, &x.dv})
+      v->resize(n);
+    fillRandom(x.q), fillRandom(x.k), fillRandom(x.v), fillRandom(x.o);
+  }
+  double scale = 1.0 / std::sqrt(double(dh));
+  auto run = [&](Bufs &x) {
+    if (backward)
+      kernels::attentionBwd(x.o.data(), x.q.data(), x.k.data(), x.v.data(),
+                            x.dq.data(), x.dk.data(), x.dv.data(), dims, true,
+                            scale);
+    else
+      kernels::attentionFwd(x.q.data(), x.k.data(), x.v.data(), x.o.data(),
+                            dims, true, scale);
+  };
+  int64_t reps = repsFor(budget, [&] { run(bufs[0]); });
+  return concurrently(devices, [&](int d) {
+    return timeCalls(reps, [&] { run(bufs[d]); });
+  });
+}
+
+/// Seconds per node of a chain of `count` adds of `elements` floats run by
+/// an Executable on a CpuDevice (one per concurrent device).
+llvm::Expected<double> timeAddChain(int devices, double budget,
+                                    int64_t elements, int count) {
+  Graph g;
+  TensorType t{DType::F32, {elements}};
+  ValueId x = g.addInput("x", t), y = g.addInput("y", t);
+  Builder b(g);
+  for (int i = 0; i < count; ++i)
+    x = b.add(x, y);
+  g.addOutput(x);
+  std::vector<std::unique_ptr<CpuDevice>> devs;
+  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<std::vector<float>> in(devices);
+  for (int d = 0; d < devices; ++d) {
+    devs.push_back(std::make_unique<CpuDevice>(d));
+    auto exe = Executable::create(g, *devs.back());
+    if (!exe)
+      return exe.takeError();
+    exes.push_back(std::move(*exe));
+    in[d].resize(size_t(elements));
+    fillRandom(in[d]);
+  }
+  llvm::Error failed = llvm::Error::success();
+  std::mutex mu;
+  auto run = [&](int d) {
+    std::vector<void *> outs;
+    const void *ins[] = {in[d].data(), in[d].data()};
+    if (llvm::Error e = exes[d]->run(ins, outs)) {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = llvm::joinErrors(std::move(failed), std::move(e));
+    }
+  };
+  int64_t reps = repsFor(budget, [&] { run(0); });
+  double s = concurrently(devices, [&](int d) {
+    return timeCalls(reps, [&] { run(d); });
+  });
+  if (failed)
+    return std::move(failed);
+  return s / double(count);
+}
+
+void say(llvm::raw_ostream &log, Clock::time_point t0, const llvm::Twine &m) {
+  log << llvm::format("[%5.1f s] ", since(t0)) << m << "\n";
+  log.flush();
+}
+} // namespace
+
+double timeCalls(int64_t reps, const std::function<void()> &fn) {
+  fn();
+  auto t0 = Clock::now();
+  for (int64_t i = 0; i < reps; ++i)
+    fn();
+  return since(t0) / double(reps);
+}
+
+int64_t repsFor(double budget, const std::function<void()> &fn) {
+  fn();
+  auto t0 = Clock::now();
+  fn();
+  double one = std::max(since(t0), 1e-7);
+  return std::max<int64_t>(2, int64_t(budget / one));
+}
+
+double concurrently(int devices, const std::function<double(int)> &fn) {
+  if (devices <= 1)
+    return fn(0);
+  std::vector<double> out(devices);
+  std::vector<std::thread> threads;
+  for (int d = 0; d < devices; ++d)
+    threads.emplace_back([&, d] { out[d] = fn(d); });
+  for (std::thread &t : threads)
+    t.join();
+  double sum = 0;
+  for (double s : out)
+    sum += s;
+  return sum / double(devices);
+}
+
+llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
+                                          llvm::raw_ostream &log) {
+  auto t0 = Clock::now();
+  int cores = int(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = o.threadsPerDevice > 0 ? std::min(o.threadsPerDevice, cores)
+                                       : cores;
+  int devices = std::max(1, cores / threads);
+  kernels::setNumThreads(threads);
+  Grid grid = gridFor(o.quick);
+  pb::Hardware hw;
+  hw.set_name(o.name);
+  hw.set_devices_per_node(devices);
+  hw.set_nodes(1);
+  pb::Accelerator &a = *hw.mutable_accelerator();
+  a.set_name("CPU device of " + std::to_string(threads) + " thread" +
+             (threads == 1 ? "" : "s") + " (" + std::to_string(devices) +
+             " on " + std::to_string(cores) + " cores)");
+  a.set_multiprocessors(threads);
+  a.set_gemm_tile_m(32);
+  a.set_gemm_tile_n(32);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  a.set_memory_bytes(int64_t(pages) * pageSize / devices);
+  say(log, t0,
+      "calibrating " + llvm::Twine(devices) + " CPU device(s) of " +
+          llvm::Twine(threads) + " thread(s)" + (o.quick ? " (quick)" : ""));
+
+  // GEMMs: the three transposes of training, every (m, n, k) of the grid
+  // under the FLOP cap.
+  double best = 0;
+  const bool variants[3][2] = {{false, false}, {true, false}, {false, true}};
+  for (auto &tt : variants)
+    for (int64_t m : grid.rows)
+      for (int64_t n : grid.cols)
+        for (int64_t k : grid.cols) {
+          double flops = 2.0 * double(m) * double(n) * double(k);
+          if (flops > grid.maxGemmFlops)
+            continue;
+          double s = timeGemm(devices, grid.budget, m, n, k, tt[0], tt[1]);
+          pb::GemmSample *g = a.add_gemm_table();
+          g->set_m(m), g->set_n(n), g->set_k(k), g->set_seconds(s);
+          g->set_transpose_a(tt[0]), g->set_transpose_b(tt[1]);
+          best = std::max(best, flops / s);
+        }
+  a.set_peak_f32_flops(best);
+  say(log, t0,
+      llvm::Twine(a.gemm_table_size()) + " GEMM shapes, best " +
+          llvm::formatv("{0:f1}", best / 1e9).str() + " GFLOP/s per device");
+
+  for (auto [s, dh] : grid.attn) {
+    // Enough heads for every thread to have work and ~1 M elements.
+    int64_t bh = std::max<int64_t>(4 * threads, (int64_t(1) << 20) / (s * dh));
+    for (bool backward : {false, true}) {
+      pb::AttentionSample *x = a.add_attention_table();
+      x->set_batch_heads(bh), x->set_seq(s), x->set_head_dim(dh);
+      x->set_backward(backward);
+      x->set_seconds(timeAttention(devices, grid.budget, bh, s, dh, backward));
+    }
+  }
+  say(log, t0, llvm::Twine(a.attention_table_size()) + " attention samples");
+
+  // Launch: the per-node cost of a chain of 1-element adds.
+  constexpr int kChain = 64;
+  auto launch = timeAddChain(devices, grid.budget, 1, kChain);
+  if (!launch)
+    return launch.takeError();
+  a.set_kernel_launch_s(*launch);
+  double bandwidth = 0;
+  for (int64_t bytes : grid.bandwidthBytes) {
+    // An add moves 3 tensors (two read, one written), each bytes / 3.
+    int64_t elements = std::max<int64_t>(1, bytes / 12);
+    auto s = timeAddChain(devices, grid.budget, elements, 16);
+    if (!s)
+      return s.takeError();
+    double moved = 12.0 * double(elements);
+    double seconds = std::max(*s - *launch, 1e-9);
+    pb::BandwidthSample *b = a.add_bandwidth_table();
+    b->set_bytes(moved), b->set_seconds(seconds);
+    bandwidth = moved / seconds; // the largest working set: DRAM
+  }
+  a.set_memory_bandwidth(bandwidth);
+  say(log, t0,
+      "launch " + llvm::formatv("{0:f2}", *launch * 1e6).str() +
+          " us per node, bandwidth " +
+          llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
+          " GB/s at the largest working set");
+
+  if (llvm::Error e =
+          calibrateCollectives(std::max(devices, 2), o.quick, hw, log))
+    return std::move(e);
+  say(log, t0, "done");
+  return hw;
+}
+
+} // namespace strata

@@ -1,0 +1,67 @@
+//===- Calibrate.h - Measure this machine as a pb::Hardware ---------------===//
+//
+// `strata calibrate` describes the machine it runs on by microbenchmarks of
+// the CPU backend's own code paths, so `strata estimate --cluster FILE`
+// predicts the CPU backend from measurements, not guesses:
+//
+//   GEMMs       kernels::matmul (the matmul op's kernel) over a table of
+//               (m, n, k) shapes and the three transposes training uses
+//               (NN forward, TN weight gradient, NT input gradient)
+//   attention   kernels::attentionFwd / attentionBwd, causal, over a table
+//               of (seq, head_dim)
+//   bandwidth   an add node run by an Executable on a CpuDevice (the
+//               trainer's path) over working sets from a few KB to beyond
+//               the last-level cache: seconds per byte moved by size
+//   launch      the same with 1-element tensors: the per-node cost of the
+//               executor and the device's stream
+//   collectives all_reduce over Gloo between ranks that are threads of this
+//               process (the trainer's communicators), fitted to
+//               latency + bytes / bandwidth (ring, 2 ranks: 2 steps)
+//
+// A CPU "device" is a rank with `threadsPerDevice` kernel threads; the node
+// holds cores / threadsPerDevice of them, and every kernel measurement runs
+// on all of them at once, as a multi-device layout does, so shared caches
+// and memory bandwidth are contended as in training.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "proto/hardware.pb.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <functional>
+#include <string>
+
+namespace strata {
+
+struct CalibrateOptions {
+  std::string name = "cpu";
+  /// Kernel threads per device; 0: every core (one device per machine).
+  int threadsPerDevice = 0;
+  /// A smaller table and shorter timings (under ~20 s on 2 cores).
+  bool quick = false;
+};
+
+/// Measures this machine's CPU backend (see the file comment). Progress
+/// lines go to `log`.
+llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &options,
+                                          llvm::raw_ostream &log);
+
+/// Runs fn(device) on `devices` threads at once, each with its own kernel
+/// thread team, and returns the mean of their results.
+double concurrently(int devices, const std::function<double(int)> &fn);
+
+/// Seconds per call of fn, run `reps` times after one warm-up call.
+double timeCalls(int64_t reps, const std::function<void()> &fn);
+
+/// Calls fn needs to fill about `budget` seconds (at least 2).
+int64_t repsFor(double budget, const std::function<void()> &fn);
+
+/// Fits all_reduce over Gloo between `devices` in-process ranks (at least
+/// 2) into hw's intra_node link (latency per step, bandwidth) and nic.
+llvm::Error calibrateCollectives(int devices, bool quick, pb::Hardware &hw,
+                                 llvm::raw_ostream &log);
+
+} // namespace strata
