@@ -1,6 +1,8 @@
 //===- CollectiveKernels.cpp - Collectives of a graph on host buffers -----===//
 #include "runtime/comm/CollectiveKernels.h"
 
+#include "runtime/kernels/Float16.h"
+
 #include <cstring>
 #include <vector>
 
@@ -35,6 +37,39 @@ void unpackBlocks(const char *x, char *y, int64_t outer, int64_t n,
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < n; ++j)
       std::memcpy(y + (o * n + j) * blk, x + (j * outer + o) * blk, blk);
+}
+
+bool isFloat16(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+/// A 16-bit buffer widened to f32 (bf16 / fp16 reductions add in f32 and
+/// round once, so the sum does not depend on the group's order of adds).
+std::vector<float> widen(DType t, const void *x, int64_t n) {
+  std::vector<float> y(n);
+  const uint16_t *h = static_cast<const uint16_t *>(x);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = t == DType::BF16 ? kernels::bf16ToFloat(h[i])
+                            : kernels::halfToFloat(h[i]);
+  return y;
+}
+void narrow(DType t, const float *x, void *y, int64_t n) {
+  uint16_t *h = static_cast<uint16_t *>(y);
+  for (int64_t i = 0; i < n; ++i)
+    h[i] = t == DType::BF16 ? kernels::floatToBf16(x[i])
+                            : kernels::floatToHalf(x[i]);
+}
+
+/// Reduces `count` elements of 16-bit `x` into `y` through f32 buffers.
+llvm::Error reduce16(DType t, const void *x, void *y, int64_t count,
+                     int64_t outCount, ReduceOp op, Communicator &c,
+                     bool scatter) {
+  std::vector<float> w = widen(t, x, count);
+  std::vector<float> r(outCount);
+  if (auto e = scatter ? c.reduceScatter(w.data(), r.data(), outCount,
+                                         DType::F32, op)
+                       : c.allReduce(w.data(), count, DType::F32, op))
+    return e;
+  narrow(t, scatter ? r.data() : w.data(), y, outCount);
+  return llvm::Error::success();
 }
 
 llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
@@ -82,8 +117,11 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
       std::memcpy(y, x, outT.bytes());
     if (!c)
       return llvm::Error::success();
-    return wrap(c->allReduce(y, outT.numElements(), dt,
-                             reduce == "max" ? ReduceOp::Max : ReduceOp::Sum));
+    ReduceOp op = reduce == "max" ? ReduceOp::Max : ReduceOp::Sum;
+    if (isFloat16(dt))
+      return wrap(reduce16(dt, y, y, outT.numElements(), outT.numElements(),
+                           op, *c, /*scatter=*/false));
+    return wrap(c->allReduce(y, outT.numElements(), dt, op));
   }
   case OpKind::AllGather: {
     auto dim = dimAttr(n, inT, "dim");
@@ -113,13 +151,18 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
       std::memcpy(y, x, outT.bytes());
       return llvm::Error::success();
     }
-    if (v.outer == 1)
-      return wrap(
-          c->reduceScatter(x, y, outT.numElements(), dt, ReduceOp::Sum));
-    std::vector<char> blocks(inT.bytes());
-    packBlocks(x, blocks.data(), v.outer, groupSize, blk);
-    return wrap(c->reduceScatter(blocks.data(), y, outT.numElements(), dt,
-                                 ReduceOp::Sum));
+    const char *src = x;
+    std::vector<char> blocks;
+    if (v.outer != 1) {
+      blocks.resize(inT.bytes());
+      packBlocks(x, blocks.data(), v.outer, groupSize, blk);
+      src = blocks.data();
+    }
+    if (isFloat16(dt))
+      return wrap(reduce16(dt, src, y, inT.numElements(), outT.numElements(),
+                           ReduceOp::Sum, *c, /*scatter=*/true));
+    return wrap(
+        c->reduceScatter(src, y, outT.numElements(), dt, ReduceOp::Sum));
   }
   case OpKind::AllToAll: {
     auto split = dimAttr(n, inT, "split_dim");

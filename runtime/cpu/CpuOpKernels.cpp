@@ -3,7 +3,8 @@
 //
 // One entry per op of ir/Ops.def (static_assert keeps the table complete),
 // each a thin adapter from (node, buffers) to runtime/kernels. Float ops run
-// in f32 and f64 (f64 serves finite-difference checks).
+// in f32 and f64 (f64 serves finite-difference checks); bf16 and f16 ops
+// run the f32 kernel on widened copies (runWidened).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuDevice.h"
@@ -58,8 +59,57 @@ int64_t rows(llvm::ArrayRef<int64_t> shape) {
   return shape.empty() ? 1 : numElements(shape.drop_back());
 }
 
+bool isFloat16(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+void toFloat(DType t, const void *x, float *y, int64_t n) {
+  if (t == DType::BF16)
+    k::bf16ToFloat(static_cast<const uint16_t *>(x), y, n);
+  else
+    k::halfToFloat(static_cast<const uint16_t *>(x), y, n);
+}
+void fromFloat(DType t, const float *x, void *y, int64_t n) {
+  if (t == DType::BF16)
+    k::floatToBf16(x, static_cast<uint16_t *>(y), n);
+  else
+    k::floatToHalf(x, static_cast<uint16_t *>(y), n);
+}
+
+// A 16-bit op runs its f32 body on f32 copies: 16-bit operands are widened,
+// 16-bit results are computed in f32 and rounded once when stored (kernels
+// keep their accumulators and row statistics in f32 either way). Other
+// operands and results (ids, f32 scalars) are passed as they are.
+template <template <typename> class Body>
+llvm::Error runWidened(const Args &a) {
+  std::vector<std::vector<float>> wide(a.in.size() + a.out.size());
+  llvm::SmallVector<const void *, 6> in(a.in.begin(), a.in.end());
+  llvm::SmallVector<void *, 3> out(a.out.begin(), a.out.end());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const TensorType &t = a.inType(int(i));
+    if (!isFloat16(t.dtype))
+      continue;
+    wide[i].resize(t.numElements());
+    toFloat(t.dtype, in[i], wide[i].data(), t.numElements());
+    in[i] = wide[i].data();
+  }
+  for (size_t r = 0; r < out.size(); ++r) {
+    if (!isFloat16(a.outType(int(r)).dtype))
+      continue;
+    auto &w = wide[a.in.size() + r];
+    w.resize(a.outType(int(r)).numElements());
+    out[r] = w.data();
+  }
+  if (auto e = Body<float>::run(Args{a.g, a.node, in, out, a.ctx}))
+    return e;
+  for (size_t r = 0; r < out.size(); ++r)
+    if (const TensorType &t = a.outType(int(r)); isFloat16(t.dtype))
+      fromFloat(t.dtype, static_cast<const float *>(out[r]), a.out[r],
+                t.numElements());
+  return ok();
+}
+
 // Dispatches a float kernel body over f32 / f64 by the first operand's dtype
-// (or the first result's, for ops without operands).
+// (or the first result's, for ops without operands); bf16 and f16 run the
+// f32 body on widened copies.
 template <template <typename> class Body>
 llvm::Error floatDispatch(const Args &a) {
   DType dt = a.node.operands.empty() ? a.outType(0).dtype : a.inType(0).dtype;
@@ -69,6 +119,8 @@ llvm::Error floatDispatch(const Args &a) {
     return Body<float>::run(a);
   if (dt == DType::F64)
     return Body<double>::run(a);
+  if (isFloat16(dt))
+    return runWidened<Body>(a);
   return fail(a, "unsupported dtype " + dtypeName(dt));
 }
 
@@ -343,7 +395,7 @@ template <typename T> struct ScatterAddK {
       return fail(a, "ids must be i32");
     const TensorType &out = a.outType(0);
     int64_t vocabStart = globalBlock(a, a.node.results[0]).offsets[0];
-    std::memset(a.out[0], 0, out.bytes());
+    std::memset(a.out[0], 0, out.numElements() * sizeof(T));
     k::embeddingBwd(a.i<T>(0), a.i<int32_t>(1), a.o<T>(0),
                     a.inType(1).numElements(), out.shape[0], out.shape[1],
                     vocabStart);
@@ -531,12 +583,25 @@ llvm::Error iotaK(const Args &a) {
 llvm::Error castK(const Args &a) {
   DType from = a.inType(0).dtype, to = a.outType(0).dtype;
   int64_t n = a.inType(0).numElements();
+  // 16-bit <-> f32 are the casts of mixed precision: bulk conversions.
+  if (isFloat16(from) && to == DType::F32) {
+    toFloat(from, a.in[0], a.o<float>(0), n);
+    return ok();
+  }
+  if (from == DType::F32 && isFloat16(to)) {
+    fromFloat(to, a.i<float>(0), a.out[0], n);
+    return ok();
+  }
   auto load = [&](int64_t j) -> double {
     switch (from) {
     case DType::F32:
       return a.i<float>(0)[j];
     case DType::F64:
       return a.i<double>(0)[j];
+    case DType::BF16:
+      return k::bf16ToFloat(a.i<uint16_t>(0)[j]);
+    case DType::F16:
+      return k::halfToFloat(a.i<uint16_t>(0)[j]);
     case DType::I32:
       return a.i<int32_t>(0)[j];
     case DType::I64:
@@ -553,6 +618,14 @@ llvm::Error castK(const Args &a) {
       break;
     case DType::F64:
       a.o<double>(0)[j] = v;
+      break;
+    // Via f32, as PyTorch casts f64 to 16 bits (double rounding is at most
+    // one 16-bit ulp in rare ties; no plan casts f64 to 16 bits).
+    case DType::BF16:
+      a.o<uint16_t>(0)[j] = k::floatToBf16(float(v));
+      break;
+    case DType::F16:
+      a.o<uint16_t>(0)[j] = k::floatToHalf(float(v));
       break;
     case DType::I32:
       a.o<int32_t>(0)[j] = int32_t(v);

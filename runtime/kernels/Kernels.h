@@ -14,6 +14,7 @@
 #include "runtime/kernels/Attention.h"
 #include "runtime/kernels/Elementwise.h"
 #include "runtime/kernels/Embedding.h"
+#include "runtime/kernels/Float16.h"
 #include "runtime/kernels/Layout.h"
 #include "runtime/kernels/MatMul.h"
 #include "runtime/kernels/Norms.h"
