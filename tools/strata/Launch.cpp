@@ -11,7 +11,15 @@
 // code; ranks die with the launcher too (PR_SET_PDEATHSIG).
 // A command named `strata` runs this very executable.
 //
+// Across nodes, one launcher runs per node (--nnodes, --node-rank, as
+// torchrun's): its ranks are node-rank * nproc + 0..nproc-1. Under Slurm
+// (`srun --ntasks-per-node=1 strata launch --nproc 8 ...`) these default to
+// SLURM_NTASKS and SLURM_PROCID, the master address to the first host of
+// SLURM_JOB_NODELIST and the port to 20000 + SLURM_JOB_ID % 10000
+// (runtime/comm/SlurmEnv.h).
+//
 //===----------------------------------------------------------------------===//
+#include "runtime/comm/SlurmEnv.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/Heartbeat.h"
 #include "tools/strata/Verb.h"
@@ -45,6 +53,14 @@ cl::OptionCategory &cat = strataCategory();
 
 cl::opt<int> nproc("nproc", cl::desc("Processes to start (one per device)"),
                    cl::Required, cl::sub(launchCmd), cl::cat(cat));
+cl::opt<int> nnodes("nnodes",
+                    cl::desc("Nodes of the job, one launcher each (default: "
+                             "SLURM_NTASKS under Slurm, else 1)"),
+                    cl::init(1), cl::sub(launchCmd), cl::cat(cat));
+cl::opt<int> nodeRank("node-rank",
+                      cl::desc("This node's index, 0..nnodes-1 (default: "
+                               "SLURM_PROCID under Slurm, else 0)"),
+                      cl::init(0), cl::sub(launchCmd), cl::cat(cat));
 cl::opt<std::string>
     masterAddr("master-addr", cl::desc("Address of rank 0's rendezvous store"),
                cl::init("127.0.0.1"), cl::sub(launchCmd), cl::cat(cat));
@@ -132,9 +148,9 @@ void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
     setenv(k, v.c_str(), 1);
   };
   set(kHeartbeatFdVar, std::to_string(heartbeatFd));
-  set("RANK", std::to_string(rank));
+  set("RANK", std::to_string(nodeRank * nproc + rank));
   set("LOCAL_RANK", std::to_string(rank));
-  set("WORLD_SIZE", std::to_string(nproc));
+  set("WORLD_SIZE", std::to_string(nnodes * nproc));
   set("LOCAL_WORLD_SIZE", std::to_string(nproc));
   set("MASTER_ADDR", masterAddr);
   set("MASTER_PORT", std::to_string(port));
@@ -189,11 +205,41 @@ int exitCode(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/// The node layout and rendezvous from Slurm's variables, for the flags
+/// not given (one launcher per node: SLURM_PROCID is the node's index).
+Error adoptSlurm() {
+  if (!std::getenv("SLURM_PROCID"))
+    return Error::success();
+  auto vars =
+      torchrunVarsFromSlurm([](const char *name) -> std::optional<std::string> {
+        if (const char *v = std::getenv(name))
+          return std::string(v);
+        return std::nullopt;
+      });
+  if (!vars)
+    return vars.takeError();
+  auto get = [&](const char *k) { return vars->count(k) ? (*vars)[k] : ""; };
+  if (!nnodes.getNumOccurrences() && !get("WORLD_SIZE").empty())
+    nnodes = std::stoi(get("WORLD_SIZE"));
+  if (!nodeRank.getNumOccurrences() && !get("RANK").empty())
+    nodeRank = std::stoi(get("RANK"));
+  if (!masterAddr.getNumOccurrences() && !get("MASTER_ADDR").empty())
+    masterAddr = get("MASTER_ADDR");
+  if (!masterPort.getNumOccurrences() && !get("MASTER_PORT").empty())
+    masterPort = std::stoi(get("MASTER_PORT"));
+  return Error::success();
+}
+
 int runLaunch() {
+  if (Error e = adoptSlurm())
+    return reportError(std::move(e));
   if (Error e = checkFlags({
           inRange(nproc, 1, 1024,
                   "processes started on this machine, one per device"),
-          inRange(masterPort, 0, 65535, "a TCP port; 0 picks a free one"),
+          inRange(nnodes, 1, 65536, "nodes of the job, one launcher each"),
+          inRange(nodeRank, 0, nnodes - 1, "this node's index below --nnodes"),
+          inRange(masterPort, nnodes > 1 ? 1 : 0, 65535,
+                  "a TCP port; 0 picks a free one on a single node"),
           inInterval(grace, 0, 3600, Ends::Closed,
                      "seconds a stopped rank gets before SIGKILL"),
           inInterval(heartbeatTimeout, 0, 86400, Ends::OpenLow,
