@@ -1,7 +1,7 @@
 //===- InterpretNccl.cpp - NCCL emulated over Gloo for interpret mode -----===//
 #include "runtime/cuda/nccl/InterpretNccl.h"
 
-#include "runtime/comm/GlooCommunicator.h"
+#include "runtime/cuda/nccl/InterpretComm.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -19,77 +19,8 @@ namespace strata::cuda {
 namespace {
 
 using R = NcclResult;
-
-llvm::Error err(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
-}
-
-/// The strata dtype and element count of `count` NCCL elements of `dt`.
-std::optional<DType> dtypeOf(NcclDataType dt) {
-  switch (dt) {
-  case ncclInt8:
-  case ncclUint8:
-    return DType::I1; // one byte
-  case ncclInt32:
-    return DType::I32;
-  case ncclInt64:
-    return DType::I64;
-  case ncclFloat16:
-    return DType::F16;
-  case ncclBfloat16:
-    return DType::BF16;
-  case ncclFloat32:
-    return DType::F32;
-  case ncclFloat64:
-    return DType::F64;
-  }
-  return std::nullopt;
-}
-
-/// One emulated communicator.
-struct Comm {
-  std::string prefix; // its keys in the rendezvous store
-  int rank = 0, size = 1;
-  std::unique_ptr<ClosableCommunicator> gloo;
-  std::thread worker; // a non-blocking init or split
-
-  std::mutex mu;
-  std::condition_variable cv;
-  uint64_t issued = 0, done = 0; // tickets: work runs in issue order
-  R state = ncclInProgress;
-  std::string error;
-  bool aborted = false;
-  int splits = 0;
-  std::map<int, uint32_t> sendSeq, recvSeq; // per peer, at issue
-
-  void finish(R r, std::string why = "") {
-    std::lock_guard<std::mutex> lock(mu);
-    if (state == ncclInProgress || state == ncclSuccess) {
-      state = r;
-      error = std::move(why);
-    }
-    cv.notify_all();
-  }
-  /// Runs `fn` when ticket `t` is this communicator's turn.
-  llvm::Error inTurn(uint64_t t, llvm::function_ref<llvm::Error()> fn) {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return done == t || aborted; });
-    if (aborted)
-      return err("the communicator was aborted");
-    std::string failed = state != ncclSuccess ? error : "";
-    lock.unlock();
-    llvm::Error e = failed.empty() ? fn() : err(failed);
-    if (e && failed.empty()) {
-      std::string msg = llvm::toString(std::move(e));
-      finish(ncclRemoteError, msg);
-      e = err(msg);
-    }
-    lock.lock();
-    ++done;
-    cv.notify_all();
-    return e;
-  }
-};
+using interpret_nccl::Comm;
+using interpret_nccl::dtypeOf;
 
 /// A send or recv waiting for ncclGroupEnd.
 struct P2P {
