@@ -15,6 +15,14 @@ int64_t forwardStashBytes(const Graph &f, bool hasLoss, SavedStateModel m) {
   return bytes;
 }
 
+DType computeCopyDType(const Graph &g, ValueId param) {
+  for (const Node &n : g.nodes())
+    if (n.op == OpKind::Cast && n.operands[0] == param &&
+        dtypeBytes(g.type(n.results[0]).dtype) < dtypeBytes(g.type(param).dtype))
+      return g.type(n.results[0]).dtype;
+  return g.type(param).dtype;
+}
+
 MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
   MemoryPlan mp;
   mp.model = model;
@@ -30,17 +38,27 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
   for (int64_t r = 0; r < p.pp; ++r) {
     RankMemory m;
     m.rank = r;
-    // Parameters the rank's programs read, once each.
-    llvm::StringSet<> seen;
+    // Parameters the rank's programs read, once each. A mixed-precision
+    // parameter (read through 16-bit casts) is, under the Megatron model,
+    // a persistent 16-bit copy plus an fp32 master the optimizer owns.
+    llvm::StringSet<> seen, mixed;
     for (const PipelineStage &s : p.stages) {
       if (s.rank != r)
         continue;
       for (const Graph *g : {&s.forward, &s.backward})
-        for (ValueId v : g->params())
-          if (seen.insert(g->value(v).name).second) {
-            m.parameters += g->type(v).bytes();
-            m.gradients += g->type(v).bytes();
-          }
+        for (ValueId v : g->params()) {
+          if (!seen.insert(g->value(v).name).second)
+            continue;
+          const TensorType &t = g->type(v);
+          DType copy = computeCopyDType(*g, v);
+          bool megatronCopy =
+              model == SavedStateModel::Megatron && copy != t.dtype;
+          if (megatronCopy)
+            mixed.insert(g->value(v).name);
+          m.parameters +=
+              megatronCopy ? t.numElements() * dtypeBytes(copy) : t.bytes();
+          m.gradients += t.bytes();
+        }
     }
     // The AdamW moments as the program holds them: f32, split over dp by
     // the distributed optimizer.
@@ -54,6 +72,13 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
       const TensorType &t = opt.type(v);
       if (t.dtype != DType::F32)
         m.masterParams += 4 * t.numElements();
+    }
+    // Megatron's fp32 masters of 16-bit copies: as many elements as the
+    // moments the rank owns (split over dp by the distributed optimizer).
+    for (ValueId v : opt.inputs()) {
+      llvm::StringRef name = opt.value(v).name;
+      if (name.consume_front("adam_m.") && mixed.contains(name))
+        m.masterParams += 4 * opt.type(v).numElements();
     }
     int64_t V = sched.spec.virtualStages;
     for (int64_t c = 0; c < V; ++c) {

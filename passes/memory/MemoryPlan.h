@@ -9,8 +9,17 @@
 //   gradients        one accumulation buffer per parameter, in its dtype
 //   optimizer state  AdamW's m and v in fp32 for the parameters the rank
 //                    owns (a tied parameter's other holders keep none)
-//   master params    an fp32 copy of each owned parameter that is not fp32
-//                    (mixed precision); 0 for fp32 models
+//   master params    an fp32 copy of each owned parameter that is not fp32;
+//                    0 for fp32 models
+//
+// Mixed precision (passes/precision) keeps parameters in fp32 and casts a
+// 16-bit copy where a program reads one. Under the Strata model that is
+// what is counted: fp32 parameters (the masters), fp32 gradients, fp32
+// moments, 16 bytes per parameter, the copies in the programs' workspaces.
+// Under the Megatron model the parameters are Megatron's persistent 16-bit
+// copies and the masters are counted apart, as report_theoretical_memory
+// does: 2 + 4 (fp32 main_grad) + 4 + 8 = 18 bytes per parameter, or
+// 6 + 12/dp with the distributed optimizer.
 //   stash            the stash slots in use: a forward program's outputs
 //                    (Activations.h; per the saved-state model) from the
 //                    start of F of a microbatch to the end of its B
@@ -72,6 +81,10 @@ struct MemoryPlan {
 /// Plans every program's buffers and computes each rank's peak.
 MemoryPlan planMemory(const PipelinePlan &plan,
                       SavedStateModel model = SavedStateModel::Strata);
+
+/// The dtype `param` is read in by `g`: that of its narrowing casts
+/// (mixed precision), else its own.
+DType computeCopyDType(const Graph &g, ValueId param);
 
 /// Stash bytes of one microbatch of a forward program: its outputs after
 /// the loss (`hasLoss`) plus its nodes' internal saved state.
