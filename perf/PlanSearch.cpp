@@ -19,12 +19,15 @@ std::string PlanCandidate::str() const {
 }
 
 ParallelCompileOptions
-PlanCandidate::compileOptions(const OptimizerConfig &opt) const {
+PlanCandidate::compileOptions(const OptimizerConfig &opt,
+                              int64_t capacity) const {
   ParallelCompileOptions o;
   o.tp = tp, o.dp = dp, o.pp = pp, o.sp = sp;
   o.schedule = schedule;
   o.microbatches = microbatches;
   o.recompute = recompute;
+  if (recompute == RecomputeMode::Auto)
+    o.memoryBudget = capacity;
   o.optimizer = opt;
   o.distributedOptimizer = zero1;
   o.fusion = true;
@@ -104,10 +107,13 @@ double blockParams(const ModelConfig &c, int64_t t) {
              double(t) +
          4.0 * double(h);
 }
-} // namespace
 
-void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
-                    Precision precision, PlanCandidate &p) {
+double memoryOf(const ModelConfig &c, const PlanCandidate &p, double params,
+                double blocks, int64_t rows, double v);
+
+/// The closed form of a candidate recomputing none or every block.
+void boundFixed(const ModelConfig &c, const pb::Hardware &hw,
+                Precision precision, PlanCandidate &p) {
   double peak = *peakFlops(hw, precision);
   OpTimeModel ops(hw, precision, peak);
   double eb = precision == Precision::BF16 ? 2 : 4;
@@ -143,7 +149,35 @@ void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
   // AdamW reads weight, gradient and moments and writes weight and moments.
   step += ops.memorySeconds(28 * params / (p.zero1 ? p.dp : 1));
   p.boundTime = step;
+  p.boundMemory = memoryOf(c, p, params, blocks, rows, v);
+}
+} // namespace
 
+void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
+                    Precision precision, PlanCandidate &p) {
+  if (p.recompute != RecomputeMode::Auto)
+    return boundFixed(c, hw, precision, p);
+  // Auto recomputes the fewest blocks that fit the device: between none
+  // and full, by the share of blocks it takes.
+  PlanCandidate none = p, full = p;
+  none.recompute = RecomputeMode::None;
+  full.recompute = RecomputeMode::Full;
+  boundFixed(c, hw, precision, none);
+  boundFixed(c, hw, precision, full);
+  double cap = double(hw.accelerator().memory_bytes());
+  double share = none.boundMemory <= cap ? 0
+                 : full.boundMemory >= cap
+                     ? 1
+                     : (none.boundMemory - cap) /
+                           (none.boundMemory - full.boundMemory);
+  p.boundTime = none.boundTime + share * (full.boundTime - none.boundTime);
+  p.boundMemory =
+      none.boundMemory + share * (full.boundMemory - none.boundMemory);
+}
+
+namespace {
+double memoryOf(const ModelConfig &c, const PlanCandidate &p, double params,
+                double blocks, int64_t rows, double v) {
   double state = params * (p.zero1 ? 8 + 8.0 / double(p.dp) : 16);
   double sbh = double(rows) * double(c.hidden);
   double t = double(p.tp);
@@ -153,10 +187,12 @@ void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
   double inFlight = double(std::min(p.pp, p.microbatches)) *
                     (1 + double(p.pp - 1) / (double(p.pp) * v));
   double logits = 3 * 4 * double(rows) * double(c.paddedVocab) / t;
-  p.boundMemory = state + perBlock * blocks * inFlight + logits;
+  double mem = state + perBlock * blocks * inFlight + logits;
   if (p.recompute == RecomputeMode::Full) // one block recomputed at a time
-    p.boundMemory += 2 * sbh * (p.sp ? 34 / t : 10 + 24 / t);
+    mem += 2 * sbh * (p.sp ? 34 / t : 10 + 24 / t);
+  return mem;
 }
+} // namespace
 
 std::vector<PlanCandidate> enumerateCandidates(const ModelConfig &c,
                                                const pb::Hardware &hw,
@@ -203,15 +239,28 @@ std::vector<PlanCandidate> enumerateCandidates(const ModelConfig &c,
         }
         for (const ScheduleSpec &s : schedules)
           for (bool sp : {false, true})
-            for (RecomputeMode r : {RecomputeMode::None,
-                                    RecomputeMode::Selective,
-                                    RecomputeMode::Full})
+            // Selective is none in strata (Recompute.h: the fused
+            // attention already recomputes its core), so it is not tried.
+            for (RecomputeMode r : {RecomputeMode::None, RecomputeMode::Full,
+                                    RecomputeMode::Auto})
               for (bool zero1 : {false, true}) {
                 if ((sp && tp == 1) || (zero1 && base.dp == 1))
                   continue;
                 PlanCandidate p = base;
                 p.schedule = s, p.sp = sp, p.recompute = r, p.zero1 = zero1;
                 boundCandidate(c, hw, o.precision, p);
+                if (r == RecomputeMode::Auto) {
+                  // Auto that recomputes no block or every block is none
+                  // or full, already a candidate.
+                  PlanCandidate none = p, full = p;
+                  none.recompute = RecomputeMode::None;
+                  full.recompute = RecomputeMode::Full;
+                  boundCandidate(c, hw, o.precision, none);
+                  boundCandidate(c, hw, o.precision, full);
+                  if (p.boundTime <= none.boundTime ||
+                      p.boundTime >= full.boundTime)
+                    continue;
+                }
                 // The closed form is rough: only clear misses are dropped
                 // here; the finalists meet the memory planner.
                 if (p.boundMemory > 1.25 * capacity) {

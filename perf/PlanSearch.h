@@ -1,7 +1,8 @@
 //===- PlanSearch.h - Candidate layouts and their closed-form bounds ------===//
 //
 // `strata plan` searches tp (inside a node), pp, dp, sp, micro batch,
-// schedule (1F1B, interleaved V), recompute (none, selective, full) and
+// schedule (1F1B, interleaved V), recompute (none, full, auto: the fewest
+// blocks that fit; selective is none in strata, passes/recompute) and
 // ZeRO-1 for a model on N devices at a global batch. Compiling and
 // simulating a candidate costs about a second for GPT-3 175B, so the search
 // first drops candidates that cannot run (indivisible: tp must divide the
@@ -16,6 +17,8 @@
 //                              4 tp all-reduces (or all-gather +
 //                              reduce-scatter with sp); the LM head on the
 //                              last stage
+//   auto recompute             none and full mixed by the share of blocks
+//                              that brings the memory to the capacity
 //   step                       (m + (pp-1)/V) x stage time + dp gradient
 //                              all-reduce (reduce-scatter + all-gather with
 //                              ZeRO-1) + the optimizer's memory passes
@@ -59,8 +62,10 @@ struct PlanCandidate {
 
   /// "tp 8 pp 12 dp 16 sp mb 1 m 96 interleaved:2 recompute full zero1".
   std::string str() const;
-  /// The compiler's options for it (optimizer from the spec's training).
-  ParallelCompileOptions compileOptions(const OptimizerConfig &opt) const;
+  /// The compiler's options for it (optimizer from the spec's training;
+  /// `capacity`: the device's bytes, auto recomputation's budget).
+  ParallelCompileOptions compileOptions(const OptimizerConfig &opt,
+                                        int64_t capacity) const;
 };
 
 struct PlanSearchOptions {

@@ -123,11 +123,13 @@ json::Value resultJson(const Result &r) {
       {"closed_form_step_time_s", p.boundTime}};
 }
 
-Error compileWinner(pb::ModelSpec spec, const PlanCandidate &p) {
+Error compileWinner(pb::ModelSpec spec, const PlanCandidate &p,
+                    int64_t capacity) {
   spec.set_micro_batch(p.microBatch);
   spec.set_seq_len(resolveModelSpec(spec).seq);
   spec.mutable_training()->set_grad_accum(p.microbatches);
-  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec));
+  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec),
+                                              capacity);
   auto plan = compilePlan(spec);
   if (!plan)
     return plan.takeError();
@@ -184,11 +186,28 @@ int runPlan() {
   std::map<int64_t, Graph> graphs; // by the logical microbatch
   size_t next = 0;
   int64_t wanted = std::max<int64_t>(top, 3);
+  // The memory plan over the closed form, the most seen so far per
+  // recompute mode: a candidate the scaled closed form puts over the
+  // capacity is not compiled.
+  std::map<RecomputeMode, double> memoryRatio;
+  int64_t capacity = hw->accelerator().memory_bytes();
+  int64_t simulated = 0;
   for (; next < cands.size(); ++next) {
     double spent = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (int64_t(fits.size()) >= wanted && spent > budget)
+    if ((int64_t(fits.size()) >= wanted && spent > budget) ||
+        (!fits.empty() && spent > 1.5 * budget))
       break;
     const PlanCandidate &p = cands[next];
+    double ratio = memoryRatio.count(p.recompute) ? memoryRatio[p.recompute]
+                                                  : 1.0;
+    if (p.recompute != RecomputeMode::Auto &&
+        p.boundMemory * ratio > double(capacity)) {
+      dropped.add("out of memory (closed form scaled to the memory plans "
+                  "seen)",
+                  p.str());
+      continue;
+    }
+    ++simulated;
     int64_t logical = p.microBatch * p.dp;
     auto g = graphs.find(logical);
     if (g == graphs.end()) {
@@ -196,7 +215,7 @@ int runPlan() {
       lc.microBatch = logical;
       g = graphs.emplace(logical, buildModelGraph(lc)).first;
     }
-    ParallelCompileOptions o = p.compileOptions(optimizerOf(*spec));
+    ParallelCompileOptions o = p.compileOptions(optimizerOf(*spec), capacity);
     auto compiled = compilePipeline(g->second, o);
     if (!compiled) {
       dropped.add("does not compile",
@@ -214,7 +233,9 @@ int runPlan() {
                                            toString(est.takeError()));
       continue;
     }
-    if (est->maxPeakMemory > hw->accelerator().memory_bytes()) {
+    double &seen = memoryRatio[p.recompute];
+    seen = std::max(seen, double(est->maxPeakMemory) / p.boundMemory);
+    if (est->maxPeakMemory > capacity) {
       dropped.add("out of memory (memory plan)",
                   p.str() + ": " + formatBytes(est->maxPeakMemory));
       continue;
@@ -236,7 +257,8 @@ int runPlan() {
   fits.resize(std::min<size_t>(fits.size(), size_t(top)));
   double took = std::chrono::duration<double>(Clock::now() - t0).count();
   if (!outPath.empty())
-    if (Error e = compileWinner(*spec, fits.front().cand))
+    if (Error e = compileWinner(*spec, fits.front().cand,
+                                hw->accelerator().memory_bytes()))
       return reportError(std::move(e));
 
   if (asJson) {
@@ -251,7 +273,7 @@ int runPlan() {
                                        {"gpus", int64_t(gpus)},
                                        {"global_batch", int64_t(globalBatch)},
                                        {"candidates", int64_t(cands.size())},
-                                       {"simulated", int64_t(next)},
+                                       {"simulated", simulated},
                                        {"seconds", took},
                                        {"plans", std::move(plans)},
                                        {"dropped", std::move(drops)}})
@@ -260,7 +282,7 @@ int runPlan() {
     outs() << c.name << " on " << gpus << " x " << hw->accelerator().name()
            << ", global batch " << globalBatch << ", precision " << precision
            << ": " << cands.size() << " runnable layouts (closed form, "
-           << format("%.2f s", enumerated) << "), " << next
+           << format("%.2f s", enumerated) << "), " << simulated
            << " compiled and simulated, " << format("%.1f s", took) << "\n";
     outs() << "rank " << left_justify("layout", 62)
            << "   step time    MFU     memory\n";
