@@ -422,6 +422,11 @@ llvm::Error checkModelSpec(const pb::ModelSpec &spec, llvm::StringRef name) {
   return checkSpec(spec, name, nullptr);
 }
 
+ModelConfig dataParallelConfig(ModelConfig c, int64_t dp) {
+  c.microBatch *= dp;
+  return c;
+}
+
 ModelConfig resolveModelSpec(const pb::ModelSpec &s) {
   ModelConfig c;
   c.family = s.family();

@@ -73,6 +73,12 @@ llvm::Error checkModelSpec(const pb::ModelSpec &spec, llvm::StringRef name);
 /// Applies defaults. `spec` must have passed the checks.
 ModelConfig resolveModelSpec(const pb::ModelSpec &spec);
 
+/// The model as a data-parallel mesh of `dp` ranks computes it. The spec's
+/// micro_batch is per data-parallel rank (as Megatron-LM's
+/// --micro-batch-size), so one microbatch of the logical graph holds
+/// micro_batch x dp sequences, which megatron-seeds splits over dp.
+ModelConfig dataParallelConfig(ModelConfig c, int64_t dp);
+
 /// Megatron's padding: ceil(vocab / multiple) * multiple.
 int64_t padVocabSize(int64_t vocab, int64_t multiple);
 

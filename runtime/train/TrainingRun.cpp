@@ -131,7 +131,9 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   }
   if (auto e = checkModelSpec(spec, "model spec"))
     return e;
-  ModelConfig cfg = resolveModelSpec(spec);
+  // One microbatch of the run holds micro_batch sequences per dp rank.
+  ModelConfig cfg =
+      dataParallelConfig(resolveModelSpec(spec), opts.parallel.dp);
   std::string specText;
   google::protobuf::TextFormat::PrintToString(spec, &specText);
   if (ckpt) {

@@ -317,7 +317,9 @@ TEST_F(LaunchTest, PipelinedVerifyAndTrainMatchSerial) {
       << planned.out;
   EXPECT_EQ(losses(dir_ + "/plan"), losses(dir_ + "/pipe"));
 
-  Result serial = run({"--grad-accum", "4"}, "serial");
+  // micro_batch (4) is per data-parallel rank: the dp 2 job's microbatch
+  // holds 8 sequences, which one device takes as --micro-batch 8.
+  Result serial = run({"--grad-accum", "4", "--micro-batch", "8"}, "serial");
   ASSERT_EQ(serial.code, 0) << serial.err;
   std::vector<std::string> a = losses(dir_ + "/pipe"),
                            b = losses(dir_ + "/serial");
@@ -380,8 +382,12 @@ TEST_F(LaunchTest, PipelinedJobsMatchSerialAndResumeInAnotherLayout) {
             std::string::npos)
       << pptp.out;
   near("pptp", "serial");
-  Result zero = train(
-      four, {"--pp", "2", "--dp", "2", "--distributed-optimizer"}, "ppzero");
+  // micro_batch is per data-parallel rank: at dp 2 with --micro-batch 2,
+  // each microbatch holds the serial run's 4 sequences.
+  Result zero = train(four,
+                      {"--pp", "2", "--dp", "2", "--distributed-optimizer",
+                       "--micro-batch", "2"},
+                      "ppzero");
   ASSERT_EQ(zero.code, 0) << zero.err;
   near("ppzero", "serial");
 

@@ -46,10 +46,12 @@ int runCompile() {
   auto spec = loadModelSpec(specPath);
   if (!spec)
     return reportError(spec.takeError());
-  auto options = layout.compileOptions(*spec);
-  if (!options)
+  if (Error e = layout.applyBatch(*spec))
+    return reportError(std::move(e));
   if (Error e = precision.apply(*spec))
     return reportError(std::move(e));
+  auto options = layout.compileOptions(*spec);
+  if (!options)
     return reportError(options.takeError());
   auto plan = compilePlan(*spec);
   if (!plan) {
@@ -57,8 +59,9 @@ int runCompile() {
     return kExitInternalError;
   }
   plan->set_spec_dir(specDirectoryOf(specPath));
-  auto compiled =
-      compilePipeline(buildModelGraph(resolveModelSpec(*spec)), *options);
+  auto compiled = compilePipeline(
+      buildModelGraph(dataParallelConfig(resolveModelSpec(*spec), options->dp)),
+      *options);
   if (!compiled)
     return reportError(usage(toString(compiled.takeError())));
   storePipeline(*plan, *compiled, *options);

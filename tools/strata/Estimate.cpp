@@ -100,15 +100,18 @@ Expected<Input> loadInput() {
   if (!loaded)
     return loaded.takeError();
   Input in;
-  const ModelConfig &c = loaded->config;
-  in.name = c.name;
   ParallelCompileOptions o;
   if (isSpecPath(inputPath)) {
-    auto opts = layout.compileOptions(loaded->plan.model());
+    pb::ModelSpec &spec = *loaded->plan.mutable_model();
+    if (Error e = layout.applyBatch(spec))
+      return std::move(e);
+    loaded->config = resolveModelSpec(spec);
+    auto opts = layout.compileOptions(spec);
     if (!opts)
       return opts.takeError();
     o = *opts;
-    auto compiled = compilePipeline(loaded->graph, o);
+    auto compiled = compilePipeline(
+        buildModelGraph(dataParallelConfig(loaded->config, o.dp)), o);
     if (!compiled)
       return usage(toString(compiled.takeError()));
     in.compiled = std::move(*compiled);
@@ -134,7 +137,9 @@ Expected<Input> loadInput() {
                                          : *parseRecomputeMode(pc.recompute());
     o.schedule = in.compiled.pipeline.schedule.spec;
   }
-  int64_t seqs = c.microBatch * o.microbatches;
+  const ModelConfig &c = loaded->config;
+  in.name = c.name;
+  int64_t seqs = c.microBatch * o.dp * o.microbatches;
   in.work.tokens = double(seqs * c.seq);
   in.work.modelFlops = modelFlopsPerStep(c, seqs);
   in.work.hardwareFlops =

@@ -84,14 +84,15 @@ std::string flops(double f) {
   return s;
 }
 
-/// Sequences per optimizer step on one data-parallel rank.
-/// Sequences per optimizer step: the plan's microbatches (the spec's
-/// gradient accumulation for a spec) of micro_batch sequences each.
+/// Sequences per optimizer step over all data-parallel ranks: the plan's
+/// microbatches (the spec's gradient accumulation for a spec) of micro_batch
+/// sequences on each of dp ranks.
 int64_t sequencesPerStep(const LoadedPlan &p) {
   int64_t m = p.plan.parallel().microbatches() > 0
                   ? p.plan.parallel().microbatches()
                   : p.plan.model().training().grad_accum();
-  return p.config.microBatch * std::max<int64_t>(m, 1);
+  return p.config.microBatch * std::max<int64_t>(m, 1) *
+         std::max<int64_t>(p.plan.parallel().dp(), 1);
 }
 
 /// What the plan's recomputation adds to a step of `seqs` sequences.
@@ -148,7 +149,7 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
                    Twine(c.headDim) + ")");
   row("ffn", Twine(c.ffn));
   row("seq_len", Twine(c.seq));
-  row("micro_batch", Twine(c.microBatch));
+  row("micro_batch", Twine(c.microBatch) + " (per data-parallel rank)");
   row("vocab", Twine(c.vocab) + " real, " + Twine(c.paddedVocab) +
                    " padded (multiple of " +
                    Twine(spec.make_vocab_size_divisible_by()) + ")");
@@ -268,8 +269,9 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
                               {"other", ps.other},
                               {"total", ps.total}}},
       {"flops",
-       json::Object{{"formula", "megatron: 96*B*s*l*h^2*(1 + s/(6h) + "
-                                "V/(16lh)), forward + backward + recompute"},
+       json::Object{{"formula", "model: 72*B*s*l*h^2*(1 + s/(6h) + "
+                                "V/(12lh)), forward + backward; hardware "
+                                "adds the plan's recomputation"},
                     {"model_per_step", modelFlopsPerStep(c, seqs)},
                     {"hardware_per_step",
                      modelFlopsPerStep(c, seqs) + recomputedFlops(p, seqs)},

@@ -56,7 +56,8 @@ LayoutFlags::LayoutFlags(cl::SubCommand &cmd)
       noFusion("no-fusion",
                cl::desc("Keep every op unfused (no generated kernels in the "
                         "plan)"),
-               cl::sub(cmd), cl::cat(strataCategory())) {}
+               cl::sub(cmd), cl::cat(strataCategory())),
+      batch(cmd) {}
 
 const cl::Option *LayoutFlags::firstGiven() const {
   const cl::Option *all[] = {&tp,
@@ -74,7 +75,15 @@ const cl::Option *LayoutFlags::firstGiven() const {
   for (const cl::Option *f : all)
     if (given(*f))
       return f;
-  return nullptr;
+  return batch.firstGiven();
+}
+
+Error LayoutFlags::applyBatch(pb::ModelSpec &spec) const {
+  std::optional<int64_t> m;
+  if (given(microbatches))
+    m = microbatches;
+  // A --dp below 1 is compileOptions' error.
+  return batch.apply(spec, std::max<int64_t>(dp, 1), m);
 }
 
 Expected<ParallelCompileOptions>

@@ -3,15 +3,17 @@
 // `strata compile` and `strata estimate` take the same flags for how a spec
 // is laid out over devices (--tp --dp --pp --sp --microbatches --schedule
 // --recompute --memory-budget --layers-per-stage --saved-state
-// --distributed-optimizer --no-fusion). Each verb holds one LayoutFlags on
-// its subcommand; compileOptions() checks the flags and turns them into the
-// compiler's options for a spec.
+// --distributed-optimizer --no-fusion, and BatchFlags' --micro-batch and
+// --global-batch). Each verb holds one LayoutFlags on its subcommand;
+// applyBatch() writes the batch flags into the spec, compileOptions() checks
+// the other flags and turns them into the compiler's options for a spec.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "passes/pipeline/ParallelCompile.h"
 #include "proto/model_spec.pb.h"
+#include "tools/strata/BatchFlags.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -23,6 +25,9 @@ namespace strata {
 struct LayoutFlags {
   explicit LayoutFlags(llvm::cl::SubCommand &cmd);
 
+  /// Writes --micro-batch and --global-batch into `spec` (BatchFlags::apply
+  /// over --dp ranks, with --microbatches when given).
+  llvm::Error applyBatch(pb::ModelSpec &spec) const;
   /// The compile options the flags give `spec` (its training section for
   /// the microbatches and optimizer when the flags leave them out), or the
   /// first flag that is wrong, as a usage error.
@@ -38,6 +43,7 @@ struct LayoutFlags {
   llvm::cl::list<int64_t> layersPerStage;
   llvm::cl::opt<std::string> savedState;
   llvm::cl::opt<bool> distributedOptimizer, noFusion;
+  BatchFlags batch;
 };
 
 } // namespace strata

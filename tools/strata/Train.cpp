@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/train/StopSignals.h"
 #include "runtime/train/TrainingRun.h"
+#include "tools/strata/BatchFlags.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/PipelineProto.h"
@@ -114,10 +115,9 @@ cl::opt<int64_t> decayIters("decay-iters",
                             cl::desc("Cosine decay steps, 0: --steps (default: "
                                      "the spec's training.decay_iters)"),
                             cl::sub(trainCmd), cl::cat(cat));
-cl::opt<int64_t> batch(
-    "batch",
-    cl::desc("Sequences per microbatch (default: the spec's micro_batch)"),
-    cl::sub(trainCmd), cl::cat(cat));
+BatchFlags batch(trainCmd);
+cl::alias batchAlias("batch", cl::desc("Alias for --micro-batch"),
+                     cl::aliasopt(batch.microBatch), cl::cat(cat));
 cl::opt<int64_t> seq("seq",
                      cl::desc("Sequence length (default: the spec's seq_len)"),
                      cl::sub(trainCmd), cl::cat(cat));
@@ -199,9 +199,6 @@ Error checkTrainFlags() {
           "the learning rate at the end of the cosine decay, at most --lr"),
       atLeast(warmup, 0, spec),
       atLeast(decayIters, 0, "0 decays over --steps"),
-      atLeast(batch, 1,
-              "sequences per microbatch; leave the flag out for the spec's "
-              "micro_batch"),
       atLeast(seq, 1,
               "tokens per sequence; leave the flag out for the spec's seq_len"),
       atLeast(gradAccum, 1, "microbatches accumulated per optimizer step"),
@@ -230,7 +227,7 @@ Error usePlanPrograms(const pb::Plan &plan, RunOptions &o,
                       int64_t stepMicrobatches) {
   const char *why = nullptr;
   for (const cl::Option *flag : std::initializer_list<const cl::Option *>{
-           &batch, &seq, &dropout, &tp, &dp, &sp, &pp, &schedule,
+           &batch.microBatch, &seq, &dropout, &tp, &dp, &sp, &pp, &schedule,
            &recomputeMode, &distOpt})
     if (flag->getNumOccurrences())
       why = "a flag changes the model or its layout";
@@ -395,8 +392,6 @@ Expected<RunOptions> buildOptions() {
     t.set_warmup(warmup);
   if (given(decayIters))
     t.set_decay_iters(decayIters);
-  if (given(batch))
-    s.set_micro_batch(batch);
   if (given(seq))
     s.set_seq_len(seq);
   if (given(gradAccum))
@@ -449,6 +444,11 @@ Expected<RunOptions> buildOptions() {
           "accumulation; give one of them)");
     t.set_grad_accum(microbatches);
   }
+  std::optional<int64_t> stepMicrobatches;
+  if (given(microbatches) || given(gradAccum))
+    stepMicrobatches = t.grad_accum();
+  if (Error e = batch.apply(s, o.parallel.dp, stepMicrobatches))
+    return e;
   if (Error e = checkSequenceParallel(o.parallel.sp, o.parallel.tp))
     return std::move(e);
   explainFlags(loaded->plan.model(), o.parallel);

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/parallel/Verify.h"
 #include "runtime/train/TrainingRun.h"
+#include "tools/strata/BatchFlags.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/PrecisionFlag.h"
@@ -74,6 +75,7 @@ cl::opt<bool> activations(
 cl::opt<double> dropout("dropout",
                         cl::desc("Dropout probability (default: the spec's)"),
                         cl::sub(verifyCmd), cl::cat(cat));
+BatchFlags batch(verifyCmd);
 PrecisionFlag precision(verifyCmd);
 
 cl::opt<std::string> device(
@@ -135,6 +137,18 @@ int runVerify() {
   if (given(microbatches))
     training.gradAccum = microbatches;
   const ParallelConfig &pc = o.parallel;
+  pb::ModelSpec spec = loaded->plan.model();
+  spec.mutable_training()->set_grad_accum(training.gradAccum);
+  if (Error e =
+          batch.apply(spec, pc.dp,
+                      given(microbatches) ? std::optional<int64_t>(microbatches)
+                                          : std::nullopt))
+    return reportError(std::move(e));
+  training.gradAccum = spec.training().grad_accum();
+  // Both plans see micro_batch sequences per dp rank in each microbatch.
+  model = dataParallelConfig(resolveModelSpec(spec), pc.dp);
+  if (given(dropout))
+    model.dropout = dropout;
   if (Error e = checkSequenceParallel(pc.sp, pc.tp))
     return reportError(std::move(e));
   if (pc.pipelined())
