@@ -232,6 +232,38 @@ TEST(NcclWatchdog, AStoppedPeerIsReportedAndEveryRankAborts) {
       << messages[1];
 }
 
+/// Rank 0 of two all-gathers with the default watchdog report; rank 1
+/// never joins.
+void allGatherWithoutThePeer() {
+  auto rdv = GlooRendezvous::inProcess(std::chrono::seconds(30));
+  Gpu g0(rdv), g1(rdv);
+  NcclUniqueId id;
+  g0.nccl->getUniqueId(&id);
+  NcclComm c0 = nullptr, c1 = nullptr;
+  std::thread peer(
+      [&] { g1.nccl->commInitRankConfig(&c1, 2, id, 1, nullptr); });
+  g0.nccl->commInitRankConfig(&c0, 2, id, 0, nullptr);
+  peer.join();
+  NcclWatchdog dog(*g0.nccl, 0, std::chrono::seconds(1));
+  dog.watch(c0, "[tp] (ranks 0,1)");
+  NcclCommunicator c(*g0.nccl, *g0.driver, dog, c0, *g0.driver->createStream(),
+                     0, 2, "[tp] (ranks 0,1)", {0, 1});
+  DevicePtr buf = g0.alloc(4);
+  c.orderWith(g0.stream);
+  llvm::consumeError(c.allGather((void *)buf, (void *)buf, 1, DType::F32));
+  std::this_thread::sleep_for(std::chrono::seconds(20));
+  std::exit(0); // not reached: the watchdog exits first
+}
+
+// The default failure report: the rank prints the message and exits (with
+// its threads, here the peer's too), so a job never hangs on a lost peer.
+TEST(NcclWatchdogDeathTest, TheDefaultReportExitsTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(allGatherWithoutThePeer(), ::testing::ExitedWithCode(1),
+              "strata: error: rank 0: NCCL all_gather over group \\[tp\\] "
+              "\\(ranks 0,1\\) with peer ranks 1 timed out after 1 s");
+}
+
 TEST(SlurmEnv, FirstHostOfANodeList) {
   auto host = [](llvm::StringRef l) {
     auto h = firstSlurmHost(l);
