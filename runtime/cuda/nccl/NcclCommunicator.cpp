@@ -99,7 +99,13 @@ NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
           },
           stream_))
     return e;
-  if (NcclResult r = call(stream_); r != ncclSuccess) {
+  NcclResult r = call(stream_);
+  // A non-blocking communicator may still be enqueuing the call: it is
+  // issued once the asynchronous error is no longer ncclInProgress.
+  while (r == ncclInProgress)
+    if (nccl_.commGetAsyncError(comm_, &r) != ncclSuccess)
+      r = ncclInvalidUsage;
+  if (r != ncclSuccess) {
     watchdog_.finished(id);
     return failed(what, r);
   }
@@ -169,7 +175,7 @@ llvm::Error NcclCommunicator::allToAll(const void *in, void *out, int64_t count,
       if (first == ncclSuccess)
         first = r;
     }
-    NcclResult end = nccl_.groupEnd();
+    NcclResult end = nccl_.groupEnd(); // ncclInProgress: run() polls
     return first != ncclSuccess ? first : end;
   });
 }
