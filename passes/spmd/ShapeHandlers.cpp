@@ -19,8 +19,14 @@
 namespace strata::spmd {
 
 namespace {
-/// Dims of two shapes with equal products, matched in order; size-1 dims
-/// form groups of their own.
+/// Dims of two shapes with equal products, matched in order. Size-1 dims
+/// form groups of their own, except the input's leading ones (a batch of
+/// one), which join the first group as its outermost dims. So merging [1,S]
+/// into [S] needs S whole, as merging [B,S] does: a batch of one takes the
+/// path of larger batches (Megatron's sequence-parallel pattern) instead of
+/// carrying the sequence split into the flattened matmuls, where it would
+/// gather each activation gradient twice (3-D and flattened) and make weight
+/// gradients partial sums.
 struct Group {
   llvm::SmallVector<int64_t, 2> in, out;
 };
@@ -29,8 +35,11 @@ llvm::SmallVector<Group, 4> reshapeGroups(llvm::ArrayRef<int64_t> in,
                                           llvm::ArrayRef<int64_t> out) {
   llvm::SmallVector<Group, 4> groups;
   size_t i = 0, j = 0;
+  // A leading run of size-1 input dims before a merge into a larger dim.
+  bool batchOfOne = !in.empty() && in[0] == 1 && !out.empty() && out[0] != 1;
   while (i < in.size() || j < out.size()) {
-    if (i < in.size() && in[i] == 1) {
+    bool leading = batchOfOne && j == 0;
+    if (i < in.size() && in[i] == 1 && !leading) {
       groups.push_back({{int64_t(i++)}, {}});
       continue;
     }

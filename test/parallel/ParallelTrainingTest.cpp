@@ -46,6 +46,8 @@ struct Case {
   double dropout;
   int64_t gradAccum;
   double gradClip = 1.0;
+  /// Sequences per microbatch of the logical graph: micro_batch x dp.
+  int64_t batch = 4;
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -62,6 +64,7 @@ TEST_P(MatchesSerial, LossGradientsAndFiveSteps) {
   o.steps = 5;
   o.devices = quick();
   ModelConfig model = c.llama ? llama(c.dropout) : gpt(c.dropout);
+  model.microBatch = c.batch;
   auto report = verifyParallel(model, training(c.gradAccum, c.gradClip), o);
   ASSERT_TRUE(bool(report)) << llvm::toString(report.takeError());
   size_t params = buildModelGraph(model).params().size();
@@ -91,7 +94,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"llama_tp2_dp2_zero", true, 2, 2, false, true, 0, 1},
         Case{"llama_tp2_dp2_sp_dropout", true, 2, 2, true, false, 0.1, 1},
         Case{"llama_tp4_dp2_sp_zero_dropout_accum2", true, 4, 2, true, true,
-             0.1, 2}),
+             0.1, 2},
+        // Micro batch 1 per data-parallel rank, as every published large
+        // run: sequence parallelism takes the path of larger batches.
+        Case{"gpt_tp4_sp_batch1", false, 4, 1, true, false, 0, 1, 1.0, 1},
+        Case{"gpt_tp2_sp_dropout_batch1_accum2", false, 2, 1, true, false, 0.1,
+             2, 1.0, 1},
+        Case{"gpt_tp2_dp2_sp_zero_batch1", false, 2, 2, true, true, 0, 1, 1.0,
+             2},
+        Case{"llama_tp2_sp_batch1", true, 2, 1, true, false, 0, 1, 1.0, 1}),
     [](const auto &info) { return std::string(info.param.name); });
 
 llvm::Expected<CompiledPipeline> compile(const ParallelConfig &c) {
