@@ -53,7 +53,8 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &options,
 /// thread team, and returns the mean of their results.
 double concurrently(int devices, const std::function<double(int)> &fn);
 
-/// Seconds per call of fn, run `reps` times after one warm-up call.
+/// Seconds per call of fn: after one warm-up call, `reps` calls in a few
+/// batches, the fastest batch's mean (interference only adds time).
 double timeCalls(int64_t reps, const std::function<void()> &fn);
 
 /// Calls fn needs to fill about `budget` seconds (at least 2).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace strata {
 
@@ -202,6 +203,21 @@ double OpTimeModel::nodeSeconds(const Graph &g, const Node &n,
   default:
     return memorySeconds(moved);
   }
+}
+
+llvm::Expected<std::function<double(const Graph &, const Node &)>>
+predictedNodeSeconds(const pb::Hardware &hw, Precision precision) {
+  auto peak = peakFlops(hw, precision);
+  if (!peak)
+    return peak.takeError();
+  auto owned = std::make_shared<pb::Hardware>(hw);
+  auto model = std::make_shared<OpTimeModel>(*owned, precision, *peak);
+  bool half = precision == Precision::BF16;
+  return [owned, model, half](const Graph &g, const Node &n) {
+    if (isCollective(n.op) || n.op == OpKind::Send || n.op == OpKind::Recv)
+      return 0.0;
+    return model->nodeSeconds(g, n, half);
+  };
 }
 
 } // namespace strata

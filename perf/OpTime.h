@@ -40,6 +40,8 @@
 #include "ir/Graph.h"
 #include "perf/Hardware.h"
 
+#include <functional>
+
 namespace strata {
 
 /// The per-device cost of ops under one hardware description and precision.
@@ -84,5 +86,13 @@ private:
   Precision precision_;
   double peak_;
 };
+
+/// Predicted seconds of a compute node on `hw` at `precision` (0 for
+/// collectives and messages), as passes/pipeline/CostModel.h's
+/// ScopedNodeCost takes it: the stage cut and auto recomputation then weigh
+/// nodes by time on that device. The function keeps its own copy of `hw`.
+/// Errors: a precision the device lacks.
+llvm::Expected<std::function<double(const Graph &, const Node &)>>
+predictedNodeSeconds(const pb::Hardware &hw, Precision precision);
 
 } // namespace strata

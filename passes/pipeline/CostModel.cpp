@@ -2,6 +2,9 @@
 //--------------------------------------===//
 #include "passes/pipeline/CostModel.h"
 
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <algorithm>
 
 namespace strata {
@@ -75,5 +78,44 @@ double nodeFlops(const Graph &g, const Node &n) {
     return maxElements(g, n);
   }
 }
+
+namespace {
+/// The time model installed by ScopedNodeCost, if any.
+thread_local std::function<double(const Graph &, const Node &)> timeModel;
+} // namespace
+
+double nodeCost(const Graph &g, const Node &n) {
+  return timeModel ? timeModel(g, n) : nodeFlops(g, n);
+}
+
+const char *nodeCostName() { return timeModel ? "predicted time" : "FLOPs"; }
+
+std::string formatNodeCost(double cost) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (timeModel) {
+    if (cost >= 1)
+      os << llvm::format("%.3g s", cost);
+    else if (cost >= 1e-3)
+      os << llvm::format("%.3g ms", cost * 1e3);
+    else
+      os << llvm::format("%.3g us", cost * 1e6);
+    return s;
+  }
+  const char *units[] = {"", "K", "M", "G", "T", "P"};
+  int u = 0;
+  while (cost >= 1000 && u < 5)
+    cost /= 1000, ++u;
+  os << llvm::format("%.3g ", cost) << units[u] << "FLOP";
+  return s;
+}
+
+ScopedNodeCost::ScopedNodeCost(
+    std::function<double(const Graph &, const Node &)> seconds)
+    : previous_(std::move(timeModel)) {
+  timeModel = std::move(seconds);
+}
+
+ScopedNodeCost::~ScopedNodeCost() { timeModel = std::move(previous_); }
 
 } // namespace strata

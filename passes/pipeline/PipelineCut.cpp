@@ -37,16 +37,6 @@ UnitCosts::Cost *costOf(UnitCosts &c, const ModelUnit &u) {
   return nullptr;
 }
 
-/// 4.7e9 -> "4.7 GFLOP".
-std::string flopsStr(double f) {
-  const char *units[] = {"", "K", "M", "G", "T", "P"};
-  int u = 0;
-  while (f >= 1000 && u < 5)
-    f /= 1000, ++u;
-  std::string s;
-  llvm::raw_string_ostream(s) << llvm::format("%.3g ", f) << units[u] << "FLOP";
-  return s;
-}
 } // namespace
 
 UnitCosts measureUnits(const Graph &g) {
@@ -55,7 +45,7 @@ UnitCosts measureUnits(const Graph &g) {
   auto users = g.users();
   for (const Node &n : g.nodes())
     if (UnitCosts::Cost *u = costOf(c, unitOfScope(n.scope)))
-      u->flops += nodeFlops(g, n);
+      u->flops += nodeCost(g, n);
   for (ValueId p : g.params())
     if (!users[p].empty())
       if (UnitCosts::Cost *u =
@@ -161,7 +151,8 @@ llvm::Expected<StageCut> cutStages(const UnitCosts &c,
       cut.firstLayer.push_back(bounds[s]);
       cut.numLayers.push_back(bounds[s + 1] - bounds[s]);
     }
-    how = "balanced by FLOPs per microbatch, then by memory";
+    how = std::string("balanced by ") + nodeCostName() +
+          " per microbatch, then by memory";
   }
 
   double total = stageFlops(0, 0, L) + (S > 1 ? c.post.flops : 0);
@@ -181,7 +172,7 @@ llvm::Expected<StageCut> cutStages(const UnitCosts &c,
        << "): " << llvm::left_justify(what, 24)
        << llvm::right_justify(
               std::to_string(b - a) + (b - a == 1 ? " block " : " blocks"), 10)
-       << "  " << llvm::right_justify(flopsStr(f), 11)
+       << "  " << llvm::right_justify(formatNodeCost(f), 11)
        << llvm::format(" per microbatch (%.0f%%)", 100 * f / total) << '\n';
   }
   int64_t lo = *std::min_element(cut.numLayers.begin(), cut.numLayers.end());
@@ -191,8 +182,8 @@ llvm::Expected<StageCut> cutStages(const UnitCosts &c,
     os << "  uneven: " << L << " blocks "
        << (L % S ? "do not divide into " : "would divide evenly into ") << S
        << " stages" << (L % S ? "; " : ", but ")
-       << "the slowest stage sets the step time, so blocks go where FLOPs "
-          "allow (the head costs "
+       << "the slowest stage sets the step time, so blocks go where "
+       << nodeCostName() << " allow (the head costs "
        << llvm::format("%.2g", c.post.flops / block)
        << " blocks, the embedding " << llvm::format("%.2g", c.pre.flops / block)
        << "), then where fewer microbatches are in flight\n";

@@ -245,7 +245,7 @@ std::vector<LayerRecomputeCost> layerRecomputeCosts(const Graph &g) {
     cost.layer = l;
     llvm::DenseSet<ValueId> inBlock;
     for (int32_t n : b.nodes) {
-      cost.flops += nodeFlops(g, g.node(n));
+      cost.flops += nodeCost(g, g.node(n));
       for (ValueId r : g.node(n).results)
         inBlock.insert(r);
     }

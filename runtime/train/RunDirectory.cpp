@@ -143,7 +143,9 @@ bool resumeMayChange(llvm::StringRef field) {
   return llvm::is_contained(
       std::initializer_list<llvm::StringRef>{
           "training.steps", "training.eval_every", "training.lr",
-          "training.min_lr", "training.warmup", "training.decay_iters"},
+          "training.min_lr", "training.warmup", "training.decay_iters",
+          // fp32 master weights and moments in every precision
+          "training.precision"},
       field);
 }
 

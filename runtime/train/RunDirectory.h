@@ -50,8 +50,8 @@ private:
 std::vector<std::string> differingFields(const google::protobuf::Message &a,
                                          const google::protobuf::Message &b);
 
-/// Whether resuming may change `field`: the run length, evaluation interval
-/// and learning-rate schedule.
+/// Whether resuming may change `field`: the run length, evaluation interval,
+/// learning-rate schedule and precision (the state is fp32 in every one).
 bool resumeMayChange(llvm::StringRef field);
 
 } // namespace strata

@@ -163,7 +163,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
           ckptFile + ": error: the checkpoint was trained with a different " +
           llvm::join(refused, ", ") +
           " (resume with the spec and overrides it was trained with; only "
-          "steps, eval_every and the learning-rate schedule may change)");
+          "steps, eval_every, the learning-rate schedule and the precision "
+          "may change)");
   }
 
   auto data = openTrainingData(opts, cfg, *tokenizer);

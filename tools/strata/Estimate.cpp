@@ -11,7 +11,9 @@
 // device (per pipeline rank's first device beyond 64 devices).
 //
 //===----------------------------------------------------------------------===//
+#include "passes/pipeline/CostModel.h"
 #include "perf/Estimate.h"
+#include "perf/OpTime.h"
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
 #include "runtime/Trace.h"
@@ -29,6 +31,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <optional>
 
 using namespace llvm;
 
@@ -266,6 +269,14 @@ int runEstimate() {
     return reportError(hw.takeError());
   if (given(nodes))
     hw->set_nodes(nodes);
+  // A spec's stages are cut (and auto recomputation chosen) by predicted
+  // time on this cluster rather than FLOPs (passes/pipeline/CostModel.h); a
+  // precision the device lacks is reported by the estimate below.
+  std::optional<ScopedNodeCost> byTime;
+  if (auto s = predictedNodeSeconds(*hw, *parsePrecision(precision)))
+    byTime.emplace(std::move(*s));
+  else
+    consumeError(s.takeError());
   auto in = loadInput();
   if (!in)
     return reportError(in.takeError());

@@ -4,7 +4,8 @@
 // batch: perf/PlanSearch.h enumerates tp (inside a node), pp, dp, sp, micro
 // batch, schedule, recompute and ZeRO-1, drops what cannot run and ranks the
 // rest by a closed form; then the best of them, in that order, are compiled
-// and simulated (perf/Estimate.h) until --top of them fit the memory
+// and simulated (perf/Estimate.h), their stages cut by predicted time on
+// the cluster, until --top of them fit the memory
 // planner's peak or the search's time is spent. It prints the --top best
 // with step time, MFU and memory, and why the others were dropped; -o
 // compiles the winner to a plan file as `strata compile` would.
@@ -12,7 +13,9 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
+#include "passes/pipeline/CostModel.h"
 #include "perf/Estimate.h"
+#include "perf/OpTime.h"
 #include "perf/PlanSearch.h"
 #include "proto/PlanFile.h"
 #include "tools/strata/Driver.h"
@@ -56,8 +59,7 @@ cl::opt<int64_t> top("top", cl::desc("Plans to print"), cl::init(5),
                      cl::sub(planCmd), cl::cat(cat));
 cl::opt<std::string> precision("precision",
                                cl::desc("f32, tf32 or bf16 (as estimate)"),
-                               cl::init("f32"), cl::sub(planCmd),
-                               cl::cat(cat));
+                               cl::init("f32"), cl::sub(planCmd), cl::cat(cat));
 cl::opt<double> budget("search-seconds",
                        cl::desc("Seconds to spend compiling and simulating "
                                 "candidates after the closed-form ranking"),
@@ -104,23 +106,22 @@ StepWork stepWork(const ModelConfig &c, const PlanCandidate &p,
 
 json::Value resultJson(const Result &r) {
   const PlanCandidate &p = r.cand;
-  return json::Object{
-      {"layout", p.str()},
-      {"tp", p.tp},
-      {"pp", p.pp},
-      {"dp", p.dp},
-      {"sp", p.sp},
-      {"micro_batch", p.microBatch},
-      {"microbatches", p.microbatches},
-      {"schedule", p.schedule.str()},
-      {"recompute", recomputeModeName(p.recompute)},
-      {"distributed_optimizer", p.zero1},
-      {"step_time_s", r.est.stepTime},
-      {"tokens_per_s", r.est.tokensPerSecond},
-      {"mfu", r.est.mfu},
-      {"hfu", r.est.hfu},
-      {"peak_memory_bytes", r.est.maxPeakMemory},
-      {"closed_form_step_time_s", p.boundTime}};
+  return json::Object{{"layout", p.str()},
+                      {"tp", p.tp},
+                      {"pp", p.pp},
+                      {"dp", p.dp},
+                      {"sp", p.sp},
+                      {"micro_batch", p.microBatch},
+                      {"microbatches", p.microbatches},
+                      {"schedule", p.schedule.str()},
+                      {"recompute", recomputeModeName(p.recompute)},
+                      {"distributed_optimizer", p.zero1},
+                      {"step_time_s", r.est.stepTime},
+                      {"tokens_per_s", r.est.tokensPerSecond},
+                      {"mfu", r.est.mfu},
+                      {"hfu", r.est.hfu},
+                      {"peak_memory_bytes", r.est.maxPeakMemory},
+                      {"closed_form_step_time_s", p.boundTime}};
 }
 
 Error compileWinner(pb::ModelSpec spec, const PlanCandidate &p,
@@ -128,8 +129,7 @@ Error compileWinner(pb::ModelSpec spec, const PlanCandidate &p,
   spec.set_micro_batch(p.microBatch);
   spec.set_seq_len(resolveModelSpec(spec).seq);
   spec.mutable_training()->set_grad_accum(p.microbatches);
-  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec),
-                                              capacity);
+  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec), capacity);
   auto plan = compilePlan(spec);
   if (!plan)
     return plan.takeError();
@@ -168,12 +168,16 @@ int runPlan() {
   PlanSearchOptions so;
   so.devices = gpus, so.globalBatch = globalBatch;
   so.precision = *parsePrecision(precision);
-  if (auto peak = peakFlops(*hw, so.precision); !peak)
-    return reportError(peak.takeError());
   if (hw->nodes() > 0 && gpus > hw->nodes() * hw->devices_per_node())
     return reportError(usageError(
         "--gpus " + Twine(gpus) + ": the cluster '" + hw->name() + "' has " +
         Twine(hw->nodes() * hw->devices_per_node()) + " devices"));
+  // The stage cut and auto recomputation weigh nodes by their predicted
+  // time on this cluster (passes/pipeline/CostModel.h).
+  auto seconds = predictedNodeSeconds(*hw, so.precision);
+  if (!seconds)
+    return reportError(seconds.takeError());
+  ScopedNodeCost byTime(std::move(*seconds));
   ModelConfig c = resolveModelSpec(*spec);
   DropCounts dropped;
   std::vector<PlanCandidate> cands = enumerateCandidates(c, *hw, so, dropped);
@@ -198,8 +202,8 @@ int runPlan() {
         (!fits.empty() && spent > 1.5 * budget))
       break;
     const PlanCandidate &p = cands[next];
-    double ratio = memoryRatio.count(p.recompute) ? memoryRatio[p.recompute]
-                                                  : 1.0;
+    double ratio =
+        memoryRatio.count(p.recompute) ? memoryRatio[p.recompute] : 1.0;
     if (p.recompute != RecomputeMode::Auto &&
         p.boundMemory * ratio > double(capacity)) {
       dropped.add("out of memory (closed form scaled to the memory plans "
@@ -229,8 +233,8 @@ int runPlan() {
                             stepWork(c, p, compiled->recomputedLayers.size()),
                             peaks, eo);
     if (!est) {
-      dropped.add("does not simulate", p.str() + ": " +
-                                           toString(est.takeError()));
+      dropped.add("does not simulate",
+                  p.str() + ": " + toString(est.takeError()));
       continue;
     }
     double &seen = memoryRatio[p.recompute];
