@@ -1,10 +1,11 @@
 //===- CudaCollectives.cpp - Collectives and send/recv of CudaDevice ------===//
 //
 // Every collective node and send/recv of a partitioned graph runs on the
-// rank's NCCL communicators (nccl/NcclGroups.h), made at the first one from
-// the launch's communicators (their rendezvous store carries NCCL's unique
-// id): the real NCCL on a GPU, its emulation over Gloo in interpret mode,
-// the same calls either way. A collective along a dim other than the
+// rank's NCCL communicators (nccl/NcclGroups.h), made by
+// connectCollectives when the device group connects (or else at the first
+// collective) from the rank's Gloo communicators, whose rendezvous store
+// carries NCCL's unique id: the real NCCL on a GPU, its emulation over Gloo
+// in interpret mode, the same calls either way. A collective along a dim other than the
 // outermost packs the dim's blocks into a contiguous scratch buffer first
 // (and unpacks after) with the strided-copy kernel, as
 // runtime/comm/CollectiveKernels.cpp does on the host.
@@ -86,29 +87,36 @@ llvm::Error CudaDevice::packBlocks(const void *x, void *y, int64_t outer,
   return cuda::launch1d(*driver_, s, *f, c.count, params);
 }
 
+llvm::Error CudaDevice::connectCollectives(Communicators &comms) {
+  if (nccl_)
+    return llvm::Error::success();
+  std::unique_ptr<cuda::Nccl> api;
+  bool interpret = driver_->hostAddressable();
+  if (interpret) {
+    api = cuda::makeInterpretNccl(*driver_, rendezvousOf(comms));
+  } else {
+    auto real = cuda::openRealNccl();
+    if (!real)
+      return real.takeError();
+    api = std::move(*real);
+  }
+  auto groups =
+      cuda::NcclGroups::create(std::move(api), *driver_, comms,
+                               cuda::NcclWatchdog::defaultTimeout(interpret));
+  if (!groups)
+    return groups.takeError();
+  nccl_ = std::move(*groups);
+  return llvm::Error::success();
+}
+
 llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
                                          const void *in, void *out,
                                          const LaunchContext &ctx) {
   cuda::StreamHandle s = stream(ctx.stream);
   StrList axes = n.attrs.getStrings("axes");
-  if (!nccl_ && ctx.comms) {
-    std::unique_ptr<cuda::Nccl> api;
-    bool interpret = driver_->hostAddressable();
-    if (interpret) {
-      api = cuda::makeInterpretNccl(*driver_, rendezvousOf(*ctx.comms));
-    } else {
-      auto real = cuda::openRealNccl();
-      if (!real)
-        return fail(n, llvm::toString(real.takeError()));
-      api = std::move(*real);
-    }
-    auto groups =
-        cuda::NcclGroups::create(std::move(api), *driver_, *ctx.comms,
-                                 cuda::NcclWatchdog::defaultTimeout(interpret));
-    if (!groups)
-      return fail(n, llvm::toString(groups.takeError()));
-    nccl_ = std::move(*groups);
-  }
+  if (!nccl_ && ctx.comms)
+    if (auto e = connectCollectives(*ctx.comms))
+      return fail(n, llvm::toString(std::move(e)));
   cuda::NcclCommunicator *c = nullptr;
   if (nccl_) {
     auto grp = n.op == OpKind::Send || n.op == OpKind::Recv

@@ -41,6 +41,10 @@ public:
   ~CudaDevice() override;
 
   cuda::Driver &driver() { return *driver_; }
+  /// Makes this rank's NCCL communicators (nccl/NcclGroups.h) over
+  /// `comms`' mesh, meeting through its rendezvous: every rank of the mesh
+  /// calls it, before its first collective (which otherwise makes them).
+  llvm::Error connectCollectives(Communicators &comms);
 
   std::string name() const override;
   bool supports(const Graph &g, const Node &node) const override;

@@ -3,6 +3,7 @@
 
 #include "passes/recompute/Recompute.h"
 #include "runtime/cpu/CpuDevice.h"
+#include "runtime/comm/Communicator.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/interpret/InterpretDriver.h"
 
@@ -36,6 +37,13 @@ llvm::StringRef backendName(Backend b) {
     return "cuda-interpret";
   }
   return "?";
+}
+
+llvm::Error connectDevice(Device &device, Communicators &comms) {
+  auto *cuda = dynamic_cast<CudaDevice *>(&device);
+  if (!cuda || comms.mesh().numDevices() < 2)
+    return llvm::Error::success();
+  return cuda->connectCollectives(comms);
 }
 
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,

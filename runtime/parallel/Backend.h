@@ -29,6 +29,11 @@ enum class Backend { Cpu, Cuda, CudaInterpret };
 llvm::Expected<Backend> parseBackend(llvm::StringRef name);
 llvm::StringRef backendName(Backend b);
 
+/// Connects what `device` needs for the collectives of `comms`' mesh (the
+/// NCCL communicators of a CUDA device, when the mesh has more than one
+/// device); every rank calls it once its groups are connected.
+llvm::Error connectDevice(Device &device, Communicators &comms);
+
 /// The device of global rank `rank`, the `localRank`-th of its machine.
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
                                                    int64_t localRank);
