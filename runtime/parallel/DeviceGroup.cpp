@@ -168,7 +168,7 @@ llvm::Error DeviceGroup::connect() {
         return c.takeError();
     if (auto c = comms(local).group(world); !c)
       return c.takeError();
-    return llvm::Error::success();
+    return connectDevice(device(local), comms(local)); // NCCL's, up front
   });
 }
 
