@@ -13,7 +13,9 @@
 // renders for CUDA (codegen/Renderer.h: the launch contract), compiled per
 // graph at prepare() into the graph's module; reshapes are views. Other
 // ops run hand-written kernels (OpKernels.h) where they exist (supports()
-// says which run).
+// says which run). Collectives and send/recv run on NCCL communicators
+// (nccl/NcclGroups.h: the real NCCL, or its emulation over Gloo in
+// interpret mode; CudaCollectives.cpp).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -99,7 +101,7 @@ private:
 
   std::unique_ptr<cuda::Driver> driver_;
   int index_;
-  std::unique_ptr<cuda::NcclGroups> nccl_; // made at the first collective
+  std::unique_ptr<cuda::NcclGroups> nccl_; // connectCollectives
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function accumulate_ = nullptr, scale_ = nullptr;
