@@ -1,0 +1,98 @@
+"""`strata calibrate` end to end (issue 17).
+
+usage: calibrate_cli.py STRATA SPEC
+
+- `calibrate --quick --threads-per-device 1` writes a pb.Hardware text proto
+  with its tables, a device per core, one node; it parses as the proto's
+  text format (checked here by reading the fields back by hand);
+- the GEMM table's times grow with the FLOPs at one shape family (a kernel
+  that computes twice the products cannot take less than ~half the time:
+  a measurement that is not of the kernel would not show it), and
+  peak_f32_flops is the best of the table;
+- `strata estimate SPEC --cluster FILE` reads it, and its step time is the
+  sum of the programs it predicts from those tables (positive, and the
+  JSON's breakdown sums to it);
+- bad input fails in strata's error form and writes nothing.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+STRATA, SPEC = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL: " + msg)
+
+
+def run(*args):
+    return subprocess.run([STRATA, *args], capture_output=True, text=True)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    out = os.path.join(tmp, "cpu.textproto")
+    r = run("calibrate", "--quick", "--threads-per-device", "1", "-o", out)
+    check(r.returncode == 0, "calibrate failed: " + r.stderr)
+    text = open(out).read()
+    check("proto-message: strata.pb.Hardware" in text, "no proto header")
+    check(re.search(r'^name: "cpu"$', text, re.M) is not None, "name")
+    cores = os.cpu_count()
+    dpn = int(re.search(r"^devices_per_node: (\d+)", text, re.M).group(1))
+    check(dpn == cores, "devices_per_node %d, %d cores" % (dpn, cores))
+    gemms = []
+    for b in re.findall(r"gemm_table \{([^}]*)\}", text):
+        f = dict(re.findall(r"(\w+): (\S+)", b))
+        gemms.append(f)
+    check(len(gemms) >= 27, "%d GEMM samples" % len(gemms))
+    nn = {(int(g["m"]), int(g["n"]), int(g["k"])): float(g["seconds"])
+          for g in gemms if "transpose_a" not in g and "transpose_b" not in g}
+    # 4x the depth k at m x 512: at least 1.5x the time (ideal 4x; small
+    # shapes lose some to fixed costs, and a loaded machine only slows the
+    # shorter call less than proportionally).
+    for m, k in [(256, 32), (256, 128), (1024, 32)]:
+        a, b = nn.get((m, 512, k)), nn.get((m, 512, 4 * k))
+        check(a and b and b > 1.5 * a,
+              "GEMM %dx512x%d %s s, x%d %s s" % (m, k, a, 4 * k, b))
+    best = max(2.0 * int(g["m"]) * int(g["n"]) * int(g["k"]) /
+               float(g["seconds"]) for g in gemms)
+    peak = float(re.search(r"peak_f32_flops: (\S+)", text).group(1))
+    check(abs(peak - best) <= 1e-6 * best, "peak %g, best sample %g"
+          % (peak, best))
+    for field in ["attention_table", "bandwidth_table", "kernel_launch_s",
+                  "intra_node", "nic"]:
+        check(field in text, "missing " + field)
+
+    r = run("estimate", SPEC, "--cluster", out, "--json")
+    check(r.returncode == 0, "estimate with the calibrated file: " + r.stderr)
+    if r.returncode == 0:
+        e = json.loads(r.stdout)
+        check(e["step_time_s"] > 0, "step time %s" % e["step_time_s"])
+        total = sum(e["breakdown"].values())
+        check(abs(total - e["step_time_s"]) <= 1e-9 * total,
+              "breakdown sums to %s, step %s" % (total, e["step_time_s"]))
+
+    for args, what in [
+            (["-o", os.path.join(tmp, "no/such/dir/x.textproto")],
+             "does not exist"),
+            (["-o", os.path.join(tmp, "y.textproto"), "--device", "tpu"],
+             "--device"),
+            (["-o", os.path.join(tmp, "z.textproto"), "--device", "cuda"],
+             "not built"),
+            (["-o", os.path.join(tmp, "w.textproto"), "--threads-per-device",
+              "9999"], "--threads-per-device")]:
+        r = run("calibrate", "--quick", *args)
+        check(r.returncode != 0, "%s: exit 0" % what)
+        check(any(l.startswith("strata calibrate: error: ") and what in l
+                  for l in r.stderr.splitlines()),
+              "%s: stderr %r" % (what, r.stderr))
+    check(sorted(os.listdir(tmp)) == ["cpu.textproto"],
+          "files left: %s" % os.listdir(tmp))
+
+print("%d failures" % len(failures))
+sys.exit(1 if failures else 0)
