@@ -5,9 +5,9 @@
 // connectCollectives when the device group connects (or else at the first
 // collective) from the rank's Gloo communicators, whose rendezvous store
 // carries NCCL's unique id: the real NCCL on a GPU, its emulation over Gloo
-// in interpret mode, the same calls either way. A collective along a dim other than the
-// outermost packs the dim's blocks into a contiguous scratch buffer first
-// (and unpacks after) with the strided-copy kernel, as
+// in interpret mode, the same calls either way. A collective along a dim other
+// than the outermost packs the dim's blocks into a contiguous scratch buffer
+// first (and unpacks after) with the strided-copy kernel, as
 // runtime/comm/CollectiveKernels.cpp does on the host.
 //
 //===----------------------------------------------------------------------===//
@@ -139,6 +139,7 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
     if (!c)
       return fail(n, "has no peer: its group is this rank alone");
     c->orderWith(s);
+    c->setTrace(trace_, traceRank_);
     bool isSend = n.op == OpKind::Send;
     const TensorType &t = g.type(isSend ? n.operands[0] : n.results[0]);
     int64_t peer = n.attrs.getInt("peer");
@@ -156,6 +157,7 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
   if (!c) // a group of this rank alone
     return copyAll();
   c->orderWith(s);
+  c->setTrace(trace_, traceRank_);
   const int64_t size = c->size();
   auto scratch = [&](int64_t bytes) -> llvm::Expected<void *> {
     auto p = c->scratch(bytes);

@@ -8,8 +8,8 @@
 // layouts are a subset of tp 1/2 x sp x dp 1/2 x ZeRO-1 x pp 1/2 x
 // 1F1B/interleaved over GPT and Llama chosen to run in about a minute
 // (CudaTrainTest covers tp x sp x 1F1B Llama and tp x dp ZeRO-1 GPT); one
-// runs as processes with `strata launch --nproc`, and `strata launch`
-// takes its node layout from Slurm's variables.
+// runs as processes with `strata launch --nproc`, `strata launch` takes its
+// node layout from Slurm's variables, and --trace shows the NCCL calls.
 //
 //===----------------------------------------------------------------------===//
 #include "llvm/Support/FileSystem.h"
@@ -110,6 +110,21 @@ TEST_F(NcclVerify, DataParallelInterleavedPipelineGpt) {
                    "GPT", 4),
             "");
   EXPECT_NE(out_.find("OK: 70 tensors match"), std::string::npos) << out_;
+}
+
+// --trace shows each NCCL call on its communicator's row, from when its
+// stream reached it until it finished.
+TEST_F(NcclVerify, TheTraceShowsNcclCallsOnTheirCommunicatorsRows) {
+  std::string trace = dir_ + "/trace.json";
+  EXPECT_EQ(
+      strata({"train", spec("GPT"), "--tp", "2", "--steps", "1", "--eval-iters",
+              "1", "--sample", "0", "--device", "cuda-interpret", "--out",
+              dir_ + "/run", "--trace", trace}),
+      "");
+  std::string text = read(trace);
+  EXPECT_NE(text.find("\"nccl [tp] (ranks 0,1)\""), std::string::npos);
+  EXPECT_NE(text.find("\"cat\":\"collective\",\"dur\":"), std::string::npos);
+  EXPECT_NE(text.find("\"name\":\"all_reduce\""), std::string::npos);
 }
 
 // Ranks as processes: each has one emulated GPU, and the NCCL unique id

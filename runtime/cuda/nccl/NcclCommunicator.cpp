@@ -1,7 +1,10 @@
 //===- NcclCommunicator.cpp - One NCCL communicator on its own stream -----===//
 #include "runtime/cuda/nccl/NcclCommunicator.h"
 
+#include "runtime/Trace.h"
 #include "runtime/cuda/nccl/NcclWatchdog.h"
+
+#include <memory>
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -70,6 +73,7 @@ llvm::Error NcclCommunicator::failed(const char *what, NcclResult r) {
 
 llvm::Error
 NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
+                      int64_t bytes,
                       const std::function<NcclResult(StreamHandle)> &call) {
   if (watchdog_.aborted())
     return err(llvm::Twine("NCCL ") + what + " over group " + name_ +
@@ -92,9 +96,24 @@ NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
   }
   uint64_t id = watchdog_.issued(comm_, what, name_, peers);
   NcclWatchdog *w = &watchdog_;
+  // The call's span in the trace, from its start to its end callback.
+  std::shared_ptr<Trace::Event> span;
+  if (trace_) {
+    span = std::make_shared<Trace::Event>();
+    span->rank = traceRank_;
+    span->stream = "nccl " + name_;
+    span->name = std::string(what) +
+                 (peer >= 0 ? " peer " + std::to_string(globalRanks_[peer])
+                            : std::string());
+    span->category = "collective";
+    span->bytes = bytes;
+  }
+  Trace *trace = trace_;
   if (auto e = driver_.launchHost(
-          [w, id] {
+          [w, id, trace, span] {
             w->started(id);
+            if (span)
+              span->beginUs = trace->nowUs();
             return llvm::Error::success();
           },
           stream_))
@@ -110,8 +129,12 @@ NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
     return failed(what, r);
   }
   if (auto e = driver_.launchHost(
-          [w, id] {
+          [w, id, trace, span] {
             w->finished(id);
+            if (span) {
+              span->durationUs = trace->nowUs() - span->beginUs;
+              trace->add(*span);
+            }
             return llvm::Error::success();
           },
           stream_))
@@ -132,32 +155,36 @@ llvm::Error NcclCommunicator::allReduce(void *buf, int64_t count, DType dt,
 
 llvm::Error NcclCommunicator::allReduce(const void *in, void *out,
                                         int64_t count, DType dt, ReduceOp op) {
-  return run("all_reduce", -1, true, [&](StreamHandle s) {
-    return nccl_.allReduce(in, out, size_t(count), ncclType(dt), redOp(op),
-                           comm_, s);
-  });
+  return run("all_reduce", -1, true, count * dtypeBytes(dt),
+             [&](StreamHandle s) {
+               return nccl_.allReduce(in, out, size_t(count), ncclType(dt),
+                                      redOp(op), comm_, s);
+             });
 }
 
 llvm::Error NcclCommunicator::allGather(const void *in, void *out,
                                         int64_t count, DType dt) {
-  return run("all_gather", -1, true, [&](StreamHandle s) {
-    return nccl_.allGather(in, out, size_t(count), ncclType(dt), comm_, s);
-  });
+  return run("all_gather", -1, true, size_ * count * dtypeBytes(dt),
+             [&](StreamHandle s) {
+               return nccl_.allGather(in, out, size_t(count), ncclType(dt),
+                                      comm_, s);
+             });
 }
 
 llvm::Error NcclCommunicator::reduceScatter(const void *in, void *out,
                                             int64_t count, DType dt,
                                             ReduceOp op) {
-  return run("reduce_scatter", -1, true, [&](StreamHandle s) {
-    return nccl_.reduceScatter(in, out, size_t(count), ncclType(dt), redOp(op),
-                               comm_, s);
-  });
+  return run("reduce_scatter", -1, true, size_ * count * dtypeBytes(dt),
+             [&](StreamHandle s) {
+               return nccl_.reduceScatter(in, out, size_t(count), ncclType(dt),
+                                          redOp(op), comm_, s);
+             });
 }
 
 llvm::Error NcclCommunicator::allToAll(const void *in, void *out, int64_t count,
                                        DType dt) {
   int64_t blk = count * dtypeBytes(dt);
-  return run("all_to_all", -1, true, [&](StreamHandle s) {
+  return run("all_to_all", -1, true, size_ * blk, [&](StreamHandle s) {
     if (NcclResult r = nccl_.groupStart(); r != ncclSuccess)
       return r;
     NcclResult first = ncclSuccess;
@@ -184,10 +211,11 @@ llvm::Error NcclCommunicator::broadcast(void *buf, int64_t count, DType dt,
                                         int64_t root) {
   if (root < 0 || root >= size_)
     return err("broadcast: root " + llvm::Twine(root) + " is not in " + name_);
-  return run("broadcast", root == rank_ ? -1 : root, true, [&](StreamHandle s) {
-    return nccl_.broadcast(buf, buf, size_t(count), ncclType(dt), int(root),
-                           comm_, s);
-  });
+  return run("broadcast", root == rank_ ? -1 : root, true,
+             count * dtypeBytes(dt), [&](StreamHandle s) {
+               return nccl_.broadcast(buf, buf, size_t(count), ncclType(dt),
+                                      int(root), comm_, s);
+             });
 }
 
 llvm::Error NcclCommunicator::send(const void *buf, int64_t count, DType dt,
@@ -195,7 +223,7 @@ llvm::Error NcclCommunicator::send(const void *buf, int64_t count, DType dt,
   if (peer < 0 || peer >= size_ || peer == rank_)
     return err("send: peer " + llvm::Twine(peer) + " is not another rank of " +
                name_);
-  return run("send", peer, true, [&](StreamHandle s) {
+  return run("send", peer, true, count * dtypeBytes(dt), [&](StreamHandle s) {
     return nccl_.send(buf, size_t(count), ncclType(dt), int(peer), comm_, s);
   });
 }
@@ -205,7 +233,7 @@ llvm::Error NcclCommunicator::recv(void *buf, int64_t count, DType dt,
   if (peer < 0 || peer >= size_ || peer == rank_)
     return err("recv: peer " + llvm::Twine(peer) + " is not another rank of " +
                name_);
-  return run("recv", peer, true, [&](StreamHandle s) {
+  return run("recv", peer, true, count * dtypeBytes(dt), [&](StreamHandle s) {
     return nccl_.recv(buf, size_t(count), ncclType(dt), int(peer), comm_, s);
   });
 }
@@ -224,7 +252,7 @@ llvm::Error NcclCommunicator::postSend(const void *buf, int64_t count, DType dt,
   if (auto e = driver_.copyOnDevice(*staging, DevicePtr(buf), bytes, compute_))
     return e;
   const void *p = reinterpret_cast<const void *>(*staging);
-  return run("send", peer, false, [&](StreamHandle s) {
+  return run("send", peer, false, bytes, [&](StreamHandle s) {
     return nccl_.send(p, size_t(count), ncclType(dt), int(peer), comm_, s);
   });
 }

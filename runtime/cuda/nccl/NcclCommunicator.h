@@ -27,6 +27,10 @@
 #include <functional>
 #include <vector>
 
+namespace strata {
+class Trace;
+}
+
 namespace strata::cuda {
 
 class NcclWatchdog;
@@ -49,6 +53,13 @@ public:
 
   /// Orders the following calls with `compute` (null: they block).
   void orderWith(StreamHandle compute) { compute_ = compute; }
+  /// Records the following calls into `trace` (null: none) as rank
+  /// `rank`'s, on a row "nccl <group>": from the moment the communication
+  /// stream reaches a call until it finished.
+  void setTrace(Trace *trace, int64_t rank) {
+    trace_ = trace;
+    traceRank_ = rank;
+  }
 
   llvm::Error allReduce(void *buf, int64_t count, DType dt,
                         ReduceOp op) override;
@@ -86,9 +97,10 @@ public:
 
 private:
   /// Enqueues `call` on the communication stream, ordered and watched (see
-  /// the file comment); `what` and `peer` (-1: every peer) name it.
-  /// `joinCompute`: the compute stream waits for it.
+  /// the file comment); `what` and `peer` (-1: every peer) name it, `bytes`
+  /// is what it moves. `joinCompute`: the compute stream waits for it.
   llvm::Error run(const char *what, int64_t peer, bool joinCompute,
+                  int64_t bytes,
                   const std::function<NcclResult(StreamHandle)> &call);
   llvm::Error failed(const char *what, NcclResult r);
 
@@ -97,6 +109,8 @@ private:
   NcclWatchdog &watchdog_;
   NcclComm comm_;
   StreamHandle stream_, compute_ = nullptr;
+  Trace *trace_ = nullptr;
+  int64_t traceRank_ = 0;
   EventHandle before_ = nullptr, after_ = nullptr;
   int64_t rank_, size_;
   std::string name_;
