@@ -277,6 +277,8 @@ llvm::Expected<DevicePtr> NcclCommunicator::scratch(int64_t bytes) {
 
 llvm::Error NcclCommunicator::release() {
   llvm::Error e = driver_.synchronize(stream_);
+  if (e) // a call failed on the stream (interpret mode: a Gloo error)
+    e = err("NCCL over group " + name_ + ": " + llvm::toString(std::move(e)));
   // Kept for reuse by the next step's messages of the same sizes.
   free_.insert(free_.end(), held_.begin(), held_.end());
   freeBytes_.insert(freeBytes_.end(), heldBytes_.begin(), heldBytes_.end());
