@@ -18,6 +18,10 @@
 //               process (the trainer's communicators), fitted to
 //               latency + bytes / bandwidth (ring, 2 ranks: 2 steps)
 //
+// GEMMs and attention on devices of one kernel thread are timed in the
+// thread's CPU time (timeCalls), so a machine shared with other work
+// still measures the kernel; everything else in wall time.
+//
 // A CPU "device" is a rank with `threadsPerDevice` kernel threads; the node
 // holds cores / threadsPerDevice of them, and every kernel measurement runs
 // on all of them at once, as a multi-device layout does, so shared caches
@@ -55,7 +59,12 @@ double concurrently(int devices, const std::function<double(int)> &fn);
 
 /// Seconds per call of fn: after one warm-up call, `reps` calls in a few
 /// batches, the fastest batch's mean (interference only adds time).
-double timeCalls(int64_t reps, const std::function<void()> &fn);
+/// `threadCpu`: the calling thread's CPU time instead of wall time, for a
+/// kernel that runs on that thread alone (one kernel thread per device):
+/// the same on an idle machine, without the time other processes held the
+/// core on a busy one.
+double timeCalls(int64_t reps, const std::function<void()> &fn,
+                 bool threadCpu = false);
 
 /// Calls fn needs to fill about `budget` seconds (at least 2).
 int64_t repsFor(double budget, const std::function<void()> &fn);
