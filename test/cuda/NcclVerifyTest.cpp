@@ -18,7 +18,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <csignal>
 #include <fstream>
+#include <thread>
+#include <unistd.h>
 
 namespace strata {
 namespace {
@@ -139,6 +143,60 @@ TEST_F(NcclVerify, LaunchedProcessesVerify) {
       << out_;
   EXPECT_NE(out_.find("[rank 1] OK: 23 tensors match"), std::string::npos)
       << out_;
+}
+
+// Ranks started without `strata launch` (as torchrun or srun would): when
+// one is killed, the other fails its next collective at once (the
+// connection closed), names the collective and the group, and exits, well
+// within 30 s.
+TEST_F(NcclVerify, AKilledRankEndsItsPeer) {
+  std::string port = std::to_string(30000 + getpid() % 20000);
+  llvm::sys::ProcessInfo ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args{
+        STRATA_BIN, "train",    spec("GPT"),      "--dp",  "2",
+        "--steps",  "100000",   "--eval-iters",   "1",     "--sample",
+        "0",        "--device", "cuda-interpret", "--out", dir_ + "/run"};
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::vector<std::string> vars;
+    for (char **e = environ; *e; ++e)
+      vars.push_back(*e);
+    for (std::string v : {"RANK=", "LOCAL_RANK="})
+      vars.push_back(v + std::to_string(r));
+    vars.insert(vars.end(), {"WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2",
+                             "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
+    std::vector<llvm::StringRef> env(vars.begin(), vars.end());
+    std::string out = dir_ + "/out" + std::to_string(r),
+                err = dir_ + "/err" + std::to_string(r);
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
+    ranks[r] = llvm::sys::ExecuteNoWait(
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(env), redirects);
+    ASSERT_GT(ranks[r].Pid, 0);
+  }
+  // Both train; then rank 1 dies.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(200);
+  while (read(dir_ + "/out0").find("step ") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_NE(read(dir_ + "/out0").find("step "), std::string::npos)
+      << read(dir_ + "/err0");
+  kill(ranks[1].Pid, SIGKILL);
+  auto killed = std::chrono::steady_clock::now();
+  llvm::sys::ProcessInfo done =
+      llvm::sys::Wait(ranks[0], /*SecondsToWait=*/60, false);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+          .count();
+  llvm::sys::Wait(ranks[1], 0, true);
+  EXPECT_LT(seconds, 30) << read(dir_ + "/err0");
+  EXPECT_GT(done.ReturnCode, 0);
+  std::string err = read(dir_ + "/err0");
+  // Whichever call was in flight: a Gloo one of the trainer (losses) or an
+  // NCCL one of the step.
+  EXPECT_TRUE(err.find("over [dp] (ranks 0,1)") != std::string::npos ||
+              err.find("over group [dp] (ranks 0,1)") != std::string::npos)
+      << err;
 }
 
 // Under srun (one launcher per node), node 1 of 2 starts global ranks 2
