@@ -81,8 +81,9 @@ public:
     if (!c)
       return "";
     std::lock_guard<std::mutex> lock(c->mu);
-    lastError_ = c->error;
-    return lastError_.c_str();
+    thread_local std::string last; // valid until this thread's next call
+    last = c->error;
+    return last.c_str();
   }
 
   R getUniqueId(NcclUniqueId *id) override {
@@ -368,7 +369,6 @@ private:
   std::shared_ptr<GlooRendezvous> rdv_;
   std::mutex mu_;
   std::map<NcclComm, std::shared_ptr<Comm>> comms_;
-  std::string lastError_;
 };
 
 } // namespace
