@@ -78,9 +78,8 @@ void Xsmm(benchmark::State &s) {
   Problem p(s);
   // Column-major C = A * B with libxsmm's operands swapped (row-major).
   libxsmm_blasint m = p.N, n = p.M, kk = p.K;
-  libxsmm_bsmmfunction f = libxsmm_bsmmdispatch(m, n, kk, nullptr, nullptr,
-                                                nullptr, nullptr, nullptr,
-                                                nullptr, nullptr);
+  libxsmm_bsmmfunction f = libxsmm_bsmmdispatch(
+      m, n, kk, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
   if (!f) {
     s.SkipWithError("libxsmm has no bf16 kernel for this CPU and shape");
     return;

@@ -100,8 +100,7 @@ private:
   /// every pipeline stage makes its own copy.
   ValueId castFor(ValueId v, DType dt, bool backward, llvm::StringRef scope) {
     const Value &val = dst_.value(v);
-    std::string at = val.isInput() ? scope.str()
-                                   : dst_.node(val.defNode).scope;
+    std::string at = val.isInput() ? scope.str() : dst_.node(val.defNode).scope;
     auto key = std::make_tuple(v, dt, backward, at);
     auto it = casts_.find(key);
     if (it != casts_.end())
@@ -145,8 +144,8 @@ private:
     Attrs attrs = n.attrs;
     if (auto old = parseDType(attrs.getString("dtype")); old && isFloat(*old))
       attrs.set("dtype", dtypeName(dt).str());
-    auto inferred = inferResultTypes(n.op, types, attrs,
-                                     src_.mesh ? &*src_.mesh : nullptr);
+    auto inferred =
+        inferResultTypes(n.op, types, attrs, src_.mesh ? &*src_.mesh : nullptr);
     // Every op takes any float dtype its operands share, so inference
     // cannot fail on a graph that verified in f32.
     assert(inferred && "mixed precision made an ill-typed node");

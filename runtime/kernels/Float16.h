@@ -43,8 +43,8 @@ inline float halfToFloat(uint16_t h) {
   uint32_t twoW = w + w;
   float normalized = bitsToFloat((twoW >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
   float denormalized = bitsToFloat((twoW >> 17) | (126u << 23)) - 0.5f;
-  uint32_t bits = twoW < (1u << 27) ? floatToBits(denormalized)
-                                    : floatToBits(normalized);
+  uint32_t bits =
+      twoW < (1u << 27) ? floatToBits(denormalized) : floatToBits(normalized);
   return bitsToFloat(sign | bits);
 }
 inline uint16_t floatToHalf(float f) {

@@ -154,8 +154,7 @@ TEST_P(AutocastParity, LogitsLossAndGradients) {
   // Loss and every gradient from the bf16 training programs.
   TrainOptions o;
   o.precision = DType::BF16;
-  auto session =
-      TrainingSession::create(forward, forward, o, ParallelConfig{});
+  auto session = TrainingSession::create(forward, forward, o, ParallelConfig{});
   ASSERT_TRUE(bool(session)) << llvm::toString(session.takeError());
   Trainer &t = (*session)->trainer();
   ASSERT_FALSE(
@@ -178,8 +177,8 @@ TEST_P(AutocastParity, LogitsLossAndGradients) {
                        grad ? 16 * kU : 4 * kU, name));
     grads += grad;
   }
-  EXPECT_EQ(grads, forward.params().size() -
-                       (cfg.isGPT() ? size_t(cfg.layers) : 0));
+  EXPECT_EQ(grads,
+            forward.params().size() - (cfg.isGPT() ? size_t(cfg.layers) : 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, AutocastParity,

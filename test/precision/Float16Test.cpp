@@ -24,8 +24,8 @@ std::vector<float> testFloats() {
   std::vector<float> xs;
   for (int i = 0; i < (1 << 20); ++i)
     xs.push_back(bitsToFloat(uint32_t(rng()))); // every exponent, NaNs too
-  for (float f : {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e-8f, 6e-8f,
-                  3.0e38f, INFINITY, -INFINITY})
+  for (float f : {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e-8f, 6e-8f, 3.0e38f,
+                  INFINITY, -INFINITY})
     xs.push_back(f);
   return xs;
 }
@@ -58,8 +58,8 @@ TEST(Float16, HalfMatchesF16cOnEveryHalfAndRandomFloats) {
       EXPECT_TRUE(std::isnan(got)) << h;
       continue;
     }
-    ASSERT_EQ(floatToBits(got), floatToBits(want)) << "half 0x" << std::hex
-                                                   << h;
+    ASSERT_EQ(floatToBits(got), floatToBits(want))
+        << "half 0x" << std::hex << h;
   }
   for (float x : testFloats()) {
     uint16_t want = _cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT);

@@ -31,8 +31,8 @@ class StaticBytes : public ::testing::TestWithParam<Case> {};
 
 TEST_P(StaticBytes, PerParameterAsMegatronCounts) {
   const Case &c = GetParam();
-  auto spec =
-      loadModelSpec(std::string(STRATA_SOURCE_DIR) + "/examples/gpt_tiny.textproto");
+  auto spec = loadModelSpec(std::string(STRATA_SOURCE_DIR) +
+                            "/examples/gpt_tiny.textproto");
   ASSERT_TRUE(bool(spec)) << llvm::toString(spec.takeError());
   Graph forward = buildModelGraph(resolveModelSpec(*spec));
   int64_t params = countParams(forward).total;
@@ -49,8 +49,8 @@ TEST_P(StaticBytes, PerParameterAsMegatronCounts) {
   // GPT's tensors all split evenly over dp 2 and 4).
   EXPECT_DOUBLE_EQ(double(m.staticBytes()) / double(params), c.bytesPerParam)
       << "parameters " << m.parameters << ", gradients " << m.gradients
-      << ", optimizer " << m.optimizerState << ", masters "
-      << m.masterParams << " for " << params << " parameters";
+      << ", optimizer " << m.optimizerState << ", masters " << m.masterParams
+      << " for " << params << " parameters";
 }
 
 INSTANTIATE_TEST_SUITE_P(
