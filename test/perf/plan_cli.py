@@ -75,8 +75,10 @@ check(best["mfu"] >= published,
       "winner %s MFU %.3f < the published layout's %.3f"
       % (best["layout"], best["mfu"], published))
 # The search must stay interactive (issue: under 10 s for 1024 GPUs on this
-# 2-core machine); 30 s here leaves room for a loaded test machine.
-check(plan["seconds"] < 30, "plan took %.1f s" % plan["seconds"])
+# 2-core machine). CPU time, since wall time on a shared test machine says
+# more about the other jobs; 15 s leaves room for a slower machine.
+check(plan["cpu_seconds"] < 15, "plan took %.1f s of CPU" %
+      plan["cpu_seconds"])
 for p in plan["plans"]:
     check(p["peak_memory_bytes"] <= 80 << 30,
           "%s needs %d bytes" % (p["layout"], p["peak_memory_bytes"]))

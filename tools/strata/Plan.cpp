@@ -5,8 +5,8 @@
 // batch, schedule, recompute and ZeRO-1, drops what cannot run and ranks the
 // rest by a closed form; then the best of them, in that order, are compiled
 // and simulated (perf/Estimate.h), their stages cut by predicted time on
-// the cluster, until --top of them fit the memory
-// planner's peak or the search's time is spent. It prints the --top best
+// the cluster: --simulate of them (more while none fits the memory
+// planner's peak). It prints the --top best
 // with step time, MFU and memory, and why the others were dropped; -o
 // compiles the winner to a plan file as `strata compile` would.
 //
@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <ctime>
 #include <map>
 
 using namespace llvm;
@@ -60,10 +61,11 @@ cl::opt<int64_t> top("top", cl::desc("Plans to print"), cl::init(5),
 cl::opt<std::string> precision("precision",
                                cl::desc("f32, tf32 or bf16 (as estimate)"),
                                cl::init("f32"), cl::sub(planCmd), cl::cat(cat));
-cl::opt<double> budget("search-seconds",
-                       cl::desc("Seconds to spend compiling and simulating "
-                                "candidates after the closed-form ranking"),
-                       cl::init(6), cl::sub(planCmd), cl::cat(cat));
+cl::opt<int64_t> simulate("simulate",
+                          cl::desc("Candidates to compile and simulate, best "
+                                   "closed form first (more while none "
+                                   "fits)"),
+                          cl::init(6), cl::sub(planCmd), cl::cat(cat));
 cl::opt<bool> asJson("json", cl::desc("Print the result as JSON"),
                      cl::sub(planCmd), cl::cat(cat));
 cl::opt<std::string> outPath("o", cl::desc("Compile the winner to this plan"),
@@ -153,6 +155,7 @@ int runPlan() {
                             atLeast(globalBatch, 1, "sequences per step"),
                             atLeast(seq, 1, "tokens per sequence"),
                             atLeast(top, 1, "plans to print"),
+                            atLeast(simulate, 1, "candidates to simulate"),
                             oneOf(precision, {"f32", "tf32", "bf16"})}))
     return reportError(std::move(e));
   if (Error e = checkIsSpecFile(specPath))
@@ -189,17 +192,16 @@ int runPlan() {
   std::vector<Result> fits;
   std::map<int64_t, Graph> graphs; // by the logical microbatch
   size_t next = 0;
-  int64_t wanted = std::max<int64_t>(top, 3);
   // The memory plan over the closed form, the most seen so far per
   // recompute mode: a candidate the scaled closed form puts over the
   // capacity is not compiled.
   std::map<RecomputeMode, double> memoryRatio;
   int64_t capacity = hw->accelerator().memory_bytes();
   int64_t simulated = 0;
+  // A count, not a time: the same input gives the same plans on a busy
+  // machine.
   for (; next < cands.size(); ++next) {
-    double spent = std::chrono::duration<double>(Clock::now() - t0).count();
-    if ((int64_t(fits.size()) >= wanted && spent > budget) ||
-        (!fits.empty() && spent > 1.5 * budget))
+    if (simulated >= std::max<int64_t>(simulate, top) && !fits.empty())
       break;
     const PlanCandidate &p = cands[next];
     double ratio =
@@ -260,6 +262,8 @@ int runPlan() {
         " (see the reasons above; more devices or a smaller batch)"));
   fits.resize(std::min<size_t>(fits.size(), size_t(top)));
   double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  // CPU seconds of this process: the search's cost on a shared machine.
+  double cpu = double(std::clock()) / CLOCKS_PER_SEC;
   if (!outPath.empty())
     if (Error e = compileWinner(*spec, fits.front().cand,
                                 hw->accelerator().memory_bytes()))
@@ -279,6 +283,7 @@ int runPlan() {
                                        {"candidates", int64_t(cands.size())},
                                        {"simulated", simulated},
                                        {"seconds", took},
+                                       {"cpu_seconds", cpu},
                                        {"plans", std::move(plans)},
                                        {"dropped", std::move(drops)}})
            << "\n";
@@ -287,7 +292,8 @@ int runPlan() {
            << ", global batch " << globalBatch << ", precision " << precision
            << ": " << cands.size() << " runnable layouts (closed form, "
            << format("%.2f s", enumerated) << "), " << simulated
-           << " compiled and simulated, " << format("%.1f s", took) << "\n";
+           << " compiled and simulated, " << format("%.1f s", took)
+           << format(" (%.1f s of CPU)", cpu) << "\n";
     outs() << "rank " << left_justify("layout", 62)
            << "   step time    MFU     memory\n";
     for (size_t i = 0; i < fits.size(); ++i)
