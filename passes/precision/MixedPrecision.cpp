@@ -227,8 +227,17 @@ void registerMixedPrecisionPass() {
        "16-bit compute (bf16 or fp16) with f32 master parameters, gradients "
        "and loss (Megatron's --bf16 / --fp16)",
        [](const PassOptions &o) -> llvm::Expected<std::unique_ptr<Pass>> {
-         if (auto e = checkPassOptions("mixed-precision", o, {"dtype"}))
+         if (auto e = checkPassOptions("mixed-precision", o,
+                                       {"dtype", "grad-reduce"}))
            return std::move(e);
+         // Gradients leave the microbatch graph in f32, so the optimizer
+         // program reduces them in f32 (Megatron's default). 16-bit
+         // reductions need 16-bit gradient buffers in the runtime.
+         if (auto it = o.find("grad-reduce");
+             it != o.end() && it->second != "f32")
+           return err("mixed-precision: grad-reduce=" + it->second +
+                      " is not built (gradients are reduced in f32: "
+                      "grad-reduce=f32, the default)");
          std::string name = "bf16";
          if (auto it = o.find("dtype"); it != o.end())
            name = it->second;

@@ -1,6 +1,6 @@
 //===- MixedPrecision.h - 16-bit compute with fp32 master state -*- C++ -*-===//
 //
-// mixed-precision{dtype=bf16|fp16}
+// mixed-precision{dtype=bf16|fp16, grad-reduce=f32}
 //
 // Megatron-LM's mixed precision (`--bf16` / `--fp16`) on the microbatch
 // graph. It runs after autodiff and before megatron-seeds / spmd
