@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -31,11 +31,11 @@ double since(Clock::time_point t0) {
 
 /// What to measure and for how long.
 struct Grid {
-  std::vector<int64_t> rows, cols;                 // GEMM m; n and k
-  std::vector<std::pair<int64_t, int64_t>> attn;   // (seq, head_dim)
-  std::vector<int64_t> bandwidthBytes;             // working sets
-  double budget;                                   // seconds per sample
-  double maxGemmFlops;                             // larger shapes skipped
+  std::vector<int64_t> rows, cols;               // GEMM m; n and k
+  std::vector<std::pair<int64_t, int64_t>> attn; // (seq, head_dim)
+  std::vector<int64_t> bandwidthBytes;           // working sets
+  double budget;                                 // seconds per sample
+  double maxGemmFlops;                           // larger shapes skipped
 };
 
 Grid gridFor(bool quick) {
@@ -114,7 +114,8 @@ double timeAttention(int devices, double budget, int64_t bh, int64_t s,
   int64_t reps = repsFor(budget, [&] { run(bufs[0]); });
   bool cpu = kernels::getNumThreads() == 1;
   return concurrently(devices, [&](int d) {
-    return timeCalls(reps, [&] { run(bufs[d]); }, cpu);
+    return timeCalls(
+        reps, [&] { run(bufs[d]); }, cpu);
   });
 }
 
@@ -152,9 +153,8 @@ llvm::Expected<double> timeAddChain(int devices, double budget,
     }
   };
   int64_t reps = repsFor(budget, [&] { run(0); });
-  double s = concurrently(devices, [&](int d) {
-    return timeCalls(reps, [&] { run(d); });
-  });
+  double s = concurrently(
+      devices, [&](int d) { return timeCalls(reps, [&] { run(d); }); });
   if (failed)
     return std::move(failed);
   return s / double(count);
@@ -187,8 +187,8 @@ double timeCalls(int64_t reps, const std::function<void()> &fn,
     double c0 = threadCpu ? threadCpuSeconds() : 0;
     for (int64_t i = 0; i < perBatch; ++i)
       fn();
-    double s = (threadCpu ? threadCpuSeconds() - c0 : since(t0)) /
-               double(perBatch);
+    double s =
+        (threadCpu ? threadCpuSeconds() - c0 : since(t0)) / double(perBatch);
     best = b == 0 ? s : std::min(best, s);
   }
   return best;
@@ -221,8 +221,8 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
                                           llvm::raw_ostream &log) {
   auto t0 = Clock::now();
   int cores = int(std::max(1u, std::thread::hardware_concurrency()));
-  int threads = o.threadsPerDevice > 0 ? std::min(o.threadsPerDevice, cores)
-                                       : cores;
+  int threads =
+      o.threadsPerDevice > 0 ? std::min(o.threadsPerDevice, cores) : cores;
   int devices = std::max(1, cores / threads);
   kernels::setNumThreads(threads);
   Grid grid = gridFor(o.quick);

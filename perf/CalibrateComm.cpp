@@ -95,9 +95,9 @@ llvm::Error calibrateCollectives(int devices, bool quick, pb::Hardware &hw,
   log << llvm::formatv("collectives: all_reduce over {0} ranks: {1:f1} us "
                        "per step, {2:f2} GB/s (4 B: {3:f1} us, {4} B: {5:f1} "
                        "us)\n",
-                       devices, link.latency_s() * 1e6,
-                       link.bandwidth() / 1e9, seconds.front() * 1e6,
-                       sizes.back(), seconds.back() * 1e6);
+                       devices, link.latency_s() * 1e6, link.bandwidth() / 1e9,
+                       seconds.front() * 1e6, sizes.back(),
+                       seconds.back() * 1e6);
   return llvm::Error::success();
 }
 

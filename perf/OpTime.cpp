@@ -30,8 +30,8 @@ double OpTimeModel::gemmComputeSeconds(double batch, int64_t m, int64_t n,
   return waves * perTile;
 }
 
-double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n,
-                                 int64_t k, bool transA, bool transB) const {
+double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n, int64_t k,
+                                 bool transA, bool transB) const {
   const auto &table = hw_.accelerator().gemm_table();
   if (table.empty() || precision_ != Precision::F32)
     return -1;
@@ -44,9 +44,9 @@ double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n,
   };
   for (const pb::GemmSample &g : table) {
     // Another transpose is a different kernel: only when none matches.
-    double d = dist(m, g.m()) + dist(n, g.n()) + dist(k, g.k()) +
-               (g.transpose_a() != transA || g.transpose_b() != transB ? 100
-                                                                        : 0);
+    double d =
+        dist(m, g.m()) + dist(n, g.n()) + dist(k, g.k()) +
+        (g.transpose_a() != transA || g.transpose_b() != transB ? 100 : 0);
     if (!best || d < bestDist)
       best = &g, bestDist = d;
   }
@@ -63,8 +63,8 @@ double OpTimeModel::measuredAttention(double bh, int64_t s, int64_t d,
     if (a.backward() != backward)
       continue;
     double ds = std::log(double(s) / double(std::max<int64_t>(a.seq(), 1))),
-           dd = std::log(double(d) /
-                         double(std::max<int64_t>(a.head_dim(), 1)));
+           dd =
+               std::log(double(d) / double(std::max<int64_t>(a.head_dim(), 1)));
     if (!best || ds * ds + dd * dd < bestDist)
       best = &a, bestDist = ds * ds + dd * dd;
   }
@@ -94,7 +94,8 @@ double OpTimeModel::moveSeconds(double bytes) const {
   }
   if (!lo || !hi || lo == hi)
     return bytes * perByte(lo ? *lo : *hi);
-  double t = std::log(bytes / lo->bytes()) / std::log(hi->bytes() / lo->bytes());
+  double t =
+      std::log(bytes / lo->bytes()) / std::log(hi->bytes() / lo->bytes());
   return bytes * (perByte(*lo) + t * (perByte(*hi) - perByte(*lo)));
 }
 

@@ -18,9 +18,8 @@ std::string PlanCandidate::str() const {
   return zero1 ? s + " zero1" : s;
 }
 
-ParallelCompileOptions
-PlanCandidate::compileOptions(const OptimizerConfig &opt,
-                              int64_t capacity) const {
+ParallelCompileOptions PlanCandidate::compileOptions(const OptimizerConfig &opt,
+                                                     int64_t capacity) const {
   ParallelCompileOptions o;
   o.tp = tp, o.dp = dp, o.pp = pp, o.sp = sp;
   o.schedule = schedule;
@@ -46,8 +45,7 @@ struct BlockTime {
 };
 
 BlockTime blockTime(const ModelConfig &c, const OpTimeModel &ops,
-                    const pb::Hardware &hw, const PlanCandidate &p,
-                    double eb) {
+                    const pb::Hardware &hw, const PlanCandidate &p, double eb) {
   int64_t t = p.tp, rows = p.microBatch * c.seq, h = c.hidden;
   int64_t hd = c.headDim ? c.headDim : h / c.heads;
   int64_t kv = c.kvHeads ? c.kvHeads : c.heads;
@@ -77,19 +75,19 @@ BlockTime blockTime(const ModelConfig &c, const OpTimeModel &ops,
   double hidden = double(rows) * double(h) / double(p.sp ? t : 1);
   double moved = eb * (12 * hidden + 4 * double(rows) * double(f / t));
   b.fwd += ops.memorySeconds(moved) + 12 * hw.accelerator().kernel_launch_s();
-  b.bwd += ops.memorySeconds(2 * moved) +
-           24 * hw.accelerator().kernel_launch_s();
+  b.bwd +=
+      ops.memorySeconds(2 * moved) + 24 * hw.accelerator().kernel_launch_s();
   if (t > 1) {
     GroupPlacement g{t, 1, t};
     LinkModel link = groupLink(hw, g);
     double bytes = eb * double(rows) * double(h);
-    double ar = p.sp ? collectiveSeconds(OpKind::AllGather, bytes, t, link, hw,
-                                         CollectiveAlgorithm::Auto) +
-                           collectiveSeconds(OpKind::ReduceScatter, bytes, t,
-                                             link, hw,
-                                             CollectiveAlgorithm::Auto)
-                     : collectiveSeconds(OpKind::AllReduce, bytes, t, link,
-                                         hw, CollectiveAlgorithm::Auto);
+    double ar = p.sp
+                    ? collectiveSeconds(OpKind::AllGather, bytes, t, link, hw,
+                                        CollectiveAlgorithm::Auto) +
+                          collectiveSeconds(OpKind::ReduceScatter, bytes, t,
+                                            link, hw, CollectiveAlgorithm::Auto)
+                    : collectiveSeconds(OpKind::AllReduce, bytes, t, link, hw,
+                                        CollectiveAlgorithm::Auto);
     b.commFwd = 2 * ar;
     b.commBwd = 2 * ar;
   }
@@ -165,11 +163,11 @@ void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
   boundFixed(c, hw, precision, none);
   boundFixed(c, hw, precision, full);
   double cap = double(hw.accelerator().memory_bytes());
-  double share = none.boundMemory <= cap ? 0
-                 : full.boundMemory >= cap
-                     ? 1
-                     : (none.boundMemory - cap) /
-                           (none.boundMemory - full.boundMemory);
+  double share =
+      none.boundMemory <= cap ? 0
+      : full.boundMemory >= cap
+          ? 1
+          : (none.boundMemory - cap) / (none.boundMemory - full.boundMemory);
   p.boundTime = none.boundTime + share * (full.boundTime - none.boundTime);
   p.boundMemory =
       none.boundMemory + share * (full.boundMemory - none.boundMemory);
@@ -219,8 +217,9 @@ std::vector<PlanCandidate> enumerateCandidates(const ModelConfig &c,
         base.microBatch = mb;
         if (o.globalBatch % (base.dp * mb)) {
           dropped.add("indivisible",
-                      base.str() + ": dp x micro batch does not divide the "
-                                   "global batch " +
+                      base.str() +
+                          ": dp x micro batch does not divide the "
+                          "global batch " +
                           std::to_string(o.globalBatch));
           continue;
         }

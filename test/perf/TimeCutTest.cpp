@@ -9,11 +9,11 @@
 // faster on that device.
 //
 //===----------------------------------------------------------------------===//
+#include "frontends/ModelStats.h"
+#include "frontends/Models.h"
 #include "passes/pipeline/CostModel.h"
 #include "perf/Estimate.h"
 #include "perf/OpTime.h"
-#include "frontends/ModelStats.h"
-#include "frontends/Models.h"
 
 #include <gtest/gtest.h>
 

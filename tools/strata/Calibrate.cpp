@@ -75,7 +75,8 @@ int runCalibrate() {
           for (const std::string &n : builtinHardwareNames())
             s += (s.empty() ? "" : ", ") + n;
           return s;
-        }() + ")"));
+        }() +
+        ")"));
   StringRef dir = sys::path::parent_path(outPath);
   if (!dir.empty() && !sys::fs::is_directory(dir))
     return reportError(usageError("-o " + outPath + ": the directory '" + dir +
