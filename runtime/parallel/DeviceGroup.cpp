@@ -97,8 +97,23 @@ void shareKernelThreads(int64_t devicesOnMachine) {
   kernels::setNumThreads(int(std::max<int64_t>(1, cores / devicesOnMachine)));
 }
 
+llvm::Error checkInProcessDevices(int64_t devices) {
+  int64_t limit =
+      std::max<int64_t>(64, 16 * int64_t(std::thread::hardware_concurrency()));
+  if (devices <= limit)
+    return llvm::Error::success();
+  return err(llvm::Twine(devices) +
+             " devices in one process (tp x dp x pp) exceed the " +
+             llvm::Twine(limit) +
+             " this machine can run (16 per hardware thread); use a smaller "
+             "layout, or spread the ranks over processes and machines with "
+             "strata launch");
+}
+
 llvm::Expected<std::unique_ptr<DeviceGroup>>
 DeviceGroup::inProcess(const Mesh &mesh, const DeviceGroupOptions &options) {
+  if (auto e = checkInProcessDevices(mesh.numDevices()))
+    return std::move(e);
   std::unique_ptr<DeviceGroup> g(new DeviceGroup());
   g->mesh_ = mesh;
   g->rendezvous_ = GlooRendezvous::inProcess(options.timeout);

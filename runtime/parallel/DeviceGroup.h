@@ -63,6 +63,12 @@ struct DeviceGroupOptions {
   static std::chrono::milliseconds defaultTimeout();
 };
 
+/// Refuses more devices in one process than this machine can run: each
+/// in-process device has its own stream threads, so thousands of them spin
+/// the machine before anything fails. The limit is 16 per hardware thread
+/// (at least 64).
+llvm::Error checkInProcessDevices(int64_t devices);
+
 class DeviceGroup {
 public:
   /// Every rank of `mesh` in this process.
