@@ -115,12 +115,8 @@ public:
             StreamId stream = kDefaultStream) {
     enqueueFill(dst, bytes, value, stream);
   }
-  /// The runtime's own kernels on f32 buffers of `count` elements:
-  /// acc[i] += x[i] (gradient accumulation) and x[i] *= factor (averaging).
-  void accumulate(void *acc, const void *x, int64_t count,
-                  StreamId stream = kDefaultStream) {
-    enqueueAccumulate(acc, x, count, stream);
-  }
+  /// The runtime's own kernel on an f32 buffer of `count` elements:
+  /// x[i] *= factor (the gradients' average over microbatches).
   void scale(void *x, int64_t count, float factor,
              StreamId stream = kDefaultStream) {
     enqueueScale(x, count, factor, stream);
@@ -155,8 +151,6 @@ protected:
                            int64_t bytes, StreamId stream) = 0;
   virtual void enqueueFill(void *dst, int64_t bytes, int value,
                            StreamId stream) = 0;
-  virtual void enqueueAccumulate(void *acc, const void *x, int64_t count,
-                                 StreamId stream) = 0;
   virtual void enqueueScale(void *x, int64_t count, float factor,
                             StreamId stream) = 0;
 

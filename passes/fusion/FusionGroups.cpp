@@ -259,6 +259,11 @@ bool isFusableElementwise(const Graph &g, const Node &n) {
                      n.op == OpKind::DropoutGrad;
   if (!elementwise || n.results.size() != 1)
     return false;
+  // A B program's gradient accumulation reads and writes the gradient
+  // buffer the runtime binds to both its operand and its result: a fused
+  // matmul epilogue would run the matmul into that buffer first.
+  if (n.attrs.getBool("accumulate"))
+    return false;
   const Value &r = g.value(n.results[0]);
   if (!isFloatKernelDType(r.type.dtype))
     return false;

@@ -18,7 +18,8 @@ int64_t forwardStashBytes(const Graph &f, bool hasLoss, SavedStateModel m) {
 DType computeCopyDType(const Graph &g, ValueId param) {
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Cast && n.operands[0] == param &&
-        dtypeBytes(g.type(n.results[0]).dtype) < dtypeBytes(g.type(param).dtype))
+        dtypeBytes(g.type(n.results[0]).dtype) <
+            dtypeBytes(g.type(param).dtype))
       return g.type(n.results[0]).dtype;
   return g.type(param).dtype;
 }
@@ -28,7 +29,8 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
   mp.model = model;
   for (const PipelineStage &s : p.stages) {
     mp.forward.push_back(planBuffers(s.forward, {/*outputsInArena=*/false}));
-    mp.backward.push_back(planBuffers(s.backward));
+    // B's outputs are the gradient buffers it accumulates into (bound).
+    mp.backward.push_back(planBuffers(s.backward, {/*outputsInArena=*/false}));
   }
   for (const Graph &opt : p.optimizers)
     mp.optimizer.push_back(planBuffers(opt, {/*outputsInArena=*/false}));

@@ -84,6 +84,9 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
     else if (kind == ProgramKind::Backward && stage &&
              llvm::is_contained(stage->stash, val.name))
       b.inputs.push_back({Role::Stash, val.name});
+    else if (kind == ProgramKind::Backward && name.consume_front("grad.") &&
+             name.consume_back(".acc"))
+      b.inputs.push_back({Role::Gradient, name.str()});
     else
       return noRole(in, "input");
   }

@@ -8,6 +8,9 @@
 #include "passes/pipeline/ModelUnits.h"
 #include "passes/pipeline/PipelineCut.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include <functional>
 #include <map>
 #include <set>
@@ -250,6 +253,26 @@ llvm::Expected<Graph> Cutter::forwardProgram(int64_t s) {
   return f;
 }
 
+/// Megatron-LM's gradient accumulation fusion: the microbatch's gradient
+/// `g` (%grad.<p>) is added into the step's gradient buffer, which the
+/// runtime binds both as the input %grad.<p>.acc and as the returned sum, so
+/// no microbatch's gradient outlives its add in the workspace. The add keeps
+/// g's scope and sharding (a partial sum over dp stays one).
+static ValueId accumulateGradient(Graph &b, ValueId g) {
+  std::string name = b.value(g).name;
+  std::optional<Sharding> sharding = b.value(g).sharding;
+  ValueId acc = b.addInput(name + ".acc", b.type(g));
+  b.value(acc).sharding = sharding;
+  b.rename(g, b.freshName(name + ".microbatch"));
+  int32_t def = b.value(g).defNode;
+  int32_t n = b.addNode(OpKind::Add, {acc, g}, {b.type(g)},
+                        {{"bwd", true}, {"accumulate", true}},
+                        def >= 0 ? b.node(def).scope : "", {name});
+  ValueId sum = b.node(n).results[0];
+  b.value(sum).sharding = sharding;
+  return sum;
+}
+
 llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
   Graph b = emptyLike(g_);
   b.name = g_.name + "_stage" + std::to_string(s) + "_backward";
@@ -263,9 +286,23 @@ llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
   for (ValueId v : recvB_[s])
     addRecv(b, c, v, rankOf(s + 1), tagB_[{s + 1, v}],
             "pipeline: gradient from stage " + llvm::Twine(s + 1));
-  for (size_t i = 0; i < g_.nodes().size(); ++i)
-    if (stageOf_[i] == s && isBackward(g_.node(i)))
-      c.copyNode(int32_t(i));
+  // Each gradient is added into its buffer right where it is made, so it
+  // dies there (a tied gradient, a sum over chunks, once that sum is made).
+  llvm::DenseSet<ValueId> tiedOutputs;
+  for (const TiedGradient &t : tied_)
+    tiedOutputs.insert(t.output);
+  llvm::DenseMap<ValueId, ValueId> accumulated;
+  for (size_t i = 1; i < g_.outputs().size(); ++i)
+    if (!tiedOutputs.count(g_.outputs()[i]))
+      accumulated[g_.outputs()[i]] = kNoValue;
+  for (size_t i = 0; i < g_.nodes().size(); ++i) {
+    if (stageOf_[i] != s || !isBackward(g_.node(i)))
+      continue;
+    c.copyNode(int32_t(i));
+    for (ValueId r : g_.node(i).results)
+      if (auto it = accumulated.find(r); it != accumulated.end())
+        it->second = accumulateGradient(b, c.mapped(r));
+  }
   // This stage's part of each tied gradient: its leaves summed in order,
   // then the collectives the whole sum went through.
   for (const TiedGradient &t : tied_) {
@@ -319,7 +356,10 @@ llvm::Expected<Graph> Cutter::backwardProgram(int64_t s) {
     if (c.mapped(out) == kNoValue)
       return err("stage " + llvm::Twine(s) + " reads %" + g_.value(p).name +
                  " but does not compute %" + name);
-    b.addOutput(c.mapped(out));
+    auto it = accumulated.find(out);
+    b.addOutput(it != accumulated.end() && it->second != kNoValue
+                    ? it->second
+                    : accumulateGradient(b, c.mapped(out)));
   }
   return b;
 }

@@ -73,19 +73,6 @@ void CpuDevice::enqueueCopy(CopyKind kind, void *dst, const void *src,
       stream);
 }
 
-void CpuDevice::enqueueAccumulate(void *acc, const void *x, int64_t count,
-                                  StreamId stream) {
-  enqueueHost(
-      [=] {
-        float *a = static_cast<float *>(acc);
-        const float *b = static_cast<const float *>(x);
-        for (int64_t i = 0; i < count; ++i)
-          a[i] += b[i];
-        return llvm::Error::success();
-      },
-      stream);
-}
-
 void CpuDevice::enqueueScale(void *x, int64_t count, float factor,
                              StreamId stream) {
   enqueueHost(

@@ -50,8 +50,6 @@ protected:
                    StreamId stream) override;
   void enqueueFill(void *dst, int64_t bytes, int value,
                    StreamId stream) override;
-  void enqueueAccumulate(void *acc, const void *x, int64_t count,
-                         StreamId stream) override;
   void enqueueScale(void *x, int64_t count, float factor,
                     StreamId stream) override;
 

@@ -141,13 +141,9 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
     return ops.takeError();
   d->opKernels_ =
       std::make_unique<cuda::OpKernelModule>(*d->driver_, std::move(*ops));
-  auto acc = d->opKernels_->kernel("strata_accumulate");
-  if (!acc)
-    return acc.takeError();
   auto scale = d->opKernels_->kernel("strata_scale");
   if (!scale)
     return scale.takeError();
-  d->accumulate_ = *acc;
   d->scale_ = *scale;
   return d;
 }
@@ -347,13 +343,6 @@ void CudaDevice::enqueueFill(void *dst, int64_t bytes, int value, StreamId s) {
   note(driver_->fill(cuda::DevicePtr(dst), uint8_t(value), bytes, stream(s)));
 }
 
-void CudaDevice::enqueueAccumulate(void *acc, const void *x, int64_t count,
-                                   StreamId s) {
-  long long n = count;
-  void *params[] = {&acc, &x, &n};
-  note(cuda::launch1d(*driver_, stream(s), accumulate_, count, params));
-}
-
 void CudaDevice::enqueueScale(void *x, int64_t count, float factor,
                               StreamId s) {
   long long n = count;
@@ -372,8 +361,8 @@ void CudaDevice::launch(const Graph &g, const Node &node,
     return;
   }
   if (isCollective(node.op))
-    return note(launchCollective(g, node, operands.empty() ? nullptr
-                                                          : operands[0],
+    return note(launchCollective(g, node,
+                                 operands.empty() ? nullptr : operands[0],
                                  results.empty() ? nullptr : results[0], ctx));
   if (node.op == OpKind::MatMul)
     return note(

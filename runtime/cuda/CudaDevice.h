@@ -73,8 +73,6 @@ protected:
                    StreamId stream) override;
   void enqueueFill(void *dst, int64_t bytes, int value,
                    StreamId stream) override;
-  void enqueueAccumulate(void *acc, const void *x, int64_t count,
-                         StreamId stream) override;
   void enqueueScale(void *x, int64_t count, float factor,
                     StreamId stream) override;
 
@@ -90,9 +88,8 @@ private:
                               const LaunchContext &ctx);
 
   /// A collective or send/recv node, on NCCL (CudaCollectives.cpp).
-  llvm::Error launchCollective(const Graph &g, const Node &node,
-                               const void *in, void *out,
-                               const LaunchContext &ctx);
+  llvm::Error launchCollective(const Graph &g, const Node &node, const void *in,
+                               void *out, const LaunchContext &ctx);
   /// Packs (or unpacks) the blocks of a collective along a dim other than
   /// the outermost: x as [outer, n, blk] to y as [n, outer, blk] (blk in
   /// bytes), on `s`.
@@ -104,7 +101,7 @@ private:
   std::unique_ptr<cuda::NcclGroups> nccl_; // connectCollectives
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
-  cuda::Function accumulate_ = nullptr, scale_ = nullptr;
+  cuda::Function scale_ = nullptr;
   std::mutex mu_;
   std::string firstError_;
 };

@@ -367,6 +367,12 @@ llvm::Error Trainer::initParams() {
   return llvm::Error::success();
 }
 
+void Trainer::zeroGradients() {
+  for (auto &r : ranks_)
+    for (auto &g : r->grads)
+      r->device->fill(g.second.data(), g.second.bytes(), 0);
+}
+
 llvm::Error Trainer::scatterBatches(llvm::ArrayRef<HostTensor> tokens,
                                     llvm::ArrayRef<HostTensor> labels) {
   const Graph &micro = plan_->micro;
@@ -496,6 +502,15 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
       ins.push_back(
           stash[llvm::find(st.stash, x.name) - st.stash.begin()].data());
       continue;
+    case Role::Gradient: {
+      // B adds its microbatch's gradient into the step's buffer in place.
+      auto it = r.grads.find(x.name);
+      if (it == r.grads.end())
+        return err("@" + g.name + " accumulates into the gradient of %" +
+                   x.name + ", which this rank does not hold");
+      ins.push_back(it->second.data());
+      continue;
+    }
     default:
       return err("@" + g.name + ": no " + roleName(x.role) + " input here");
     }
@@ -532,16 +547,15 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
         r.headLosses = true;
       }
   if (!forward) {
-    // B's first gradient of a parameter this step lands in its buffer;
-    // later ones (microbatches, tied copies in other chunks) are added.
+    // B returns each gradient buffer it accumulated into (zeroed at the
+    // step's start): every microbatch's and chunk's share is added in place.
     for (size_t o = 0; o < b.outputs.size(); ++o) {
       const Binding &x = b.outputs[o];
       auto it = r.grads.find(x.name);
       if (x.role != Role::Gradient || it == r.grads.end())
         return err("@" + g.name + " output %" + g.value(g.outputs()[o]).name +
                    " is not the gradient of a held parameter");
-      if (r.gradsWritten.insert(x.name).second)
-        bound[o] = it->second.data();
+      bound[o] = it->second.data();
     }
   }
   // Enqueued, not waited for: the rank's programs follow each other on its
@@ -558,10 +572,6 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
       r.messagesHeld += g.type(n.operands[0]).bytes();
   if (forward)
     return llvm::Error::success();
-  for (size_t o = 0; o < outs.size(); ++o)
-    if (!bound[o])
-      r.device->accumulate(r.grads[b.outputs[o].name].data(), outs[o],
-                           g.type(g.outputs()[o]).numElements());
   for (const DeviceBuffer &t : stash)
     r.stashHeld -= t.bytes();
   // The slots are reused by a later F, which the stream runs after this B.
@@ -687,8 +697,7 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
   }
   if (auto e = scatterBatches(tokens, labels))
     return e;
-  for (auto &r : ranks_)
-    r->gradsWritten.clear();
+  zeroGradients();
   StepStats stats;
   stats.lr = opts_.schedule.at(step_);
   // The optimizer runs on the gradients averaged over the microbatches:
@@ -722,13 +731,10 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
       return loss.takeError();
     stats.loss = *loss;
     for (auto &r : ranks_) {
-      for (auto &g : r->grads) {
-        if (!r->gradsWritten.count(g.first()))
-          r->device->fill(g.second.data(), g.second.bytes(), 0);
-        else if (M > 1)
+      if (M > 1)
+        for (auto &g : r->grads)
           r->device->scale(g.second.data(), g.second.type().numElements(),
                            1.0f / float(M));
-      }
       if (auto e = r->device->synchronize())
         return e;
     }

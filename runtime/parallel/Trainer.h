@@ -161,6 +161,9 @@ private:
   /// plans in the rank's workspace.
   llvm::Error createExecutables(RankState &r);
   llvm::Error bindEval();
+  /// Zeroes every rank's gradient buffers on its stream: the B programs
+  /// accumulate into them.
+  void zeroGradients();
   /// Every rank's blocks of the global microbatches (tokens, labels).
   llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,
                              llvm::ArrayRef<HostTensor> labels);

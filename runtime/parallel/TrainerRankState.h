@@ -34,8 +34,6 @@ struct Trainer::RankState {
   /// The host side of lr and step: it outlives their enqueued copies.
   HostTensor lrHost, stepHost;
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
-  /// Parameters whose gradient buffer a B program wrote this step.
-  llvm::StringSet<> gradsWritten;
   /// Per optimizer output: whether it is written over the state it
   /// replaces; else into its staging buffer, then copied.
   std::vector<bool> optInPlace;

@@ -65,8 +65,7 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   std::memcpy(lb.raw(), labels, lb.bytes());
   if (auto e = scatterBatches({tk}, {lb}))
     return e;
-  for (auto &r : ranks_)
-    r->gradsWritten.clear();
+  zeroGradients();
   if (auto e =
           runStreams(singleMicrobatch(false), uint64_t(step_), nullptr, false))
     return e;

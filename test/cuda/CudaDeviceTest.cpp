@@ -67,15 +67,12 @@ TEST(CudaDeviceApi, StreamsEventsCopiesAndRuntimeKernels) {
   EXPECT_EQ(d->name(), d->driver().kind().str() + ":0");
   EXPECT_FALSE(d->isHostMemory());
   const int n = 1000;
-  std::vector<float> a(n), b(n);
+  std::vector<float> a(n);
   for (int i = 0; i < n; ++i)
-    a[i] = float(i) * 0.25f, b[i] = 1.0f - float(i);
-  void *da = d->allocate(n * 4), *db = d->allocate(n * 4),
-       *dc = d->allocate(n * 4);
+    a[i] = float(i) * 0.25f - 3.0f;
+  void *da = d->allocate(n * 4), *dc = d->allocate(n * 4);
   d->copyFromHost(da, a.data(), n * 4);
-  d->copyFromHost(db, b.data(), n * 4);
-  d->accumulate(da, db, n); // a += b
-  d->scale(da, n, 0.5f);    // a *= 0.5
+  d->scale(da, n, 0.5f); // a *= 0.5
   // Stream 1 copies a once stream 0's work (behind a slow host task) is
   // done: the event orders it.
   StreamId copies = d->createStream();
@@ -98,10 +95,10 @@ TEST(CudaDeviceApi, StreamsEventsCopiesAndRuntimeKernels) {
   ASSERT_FALSE(bool(d->synchronize())); // the copy is on stream 1
   std::vector<float> got = toHost<float>(*d, dc, n);
   for (int i = 0; i < n; ++i)
-    EXPECT_EQ(got[i], (a[i] + b[i]) * 0.5f) << i;
+    EXPECT_EQ(got[i], a[i] * 0.5f) << i;
   d->fill(dc, 8, 0);
   EXPECT_EQ(toHost<float>(*d, dc, 2), (std::vector<float>{0, 0}));
-  for (void *p : {da, db, dc})
+  for (void *p : {da, dc})
     d->deallocate(p);
 }
 
