@@ -8,22 +8,30 @@
 
 namespace strata {
 
-namespace {
-llvm::Error err(const Node &n, const llvm::Twine &msg) {
+llvm::Error collectiveError(const Node &n, const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  llvm::Twine(opName(n.op)) + " (" + n.scope +
                                      "): " + msg);
 }
 
-/// A tensor viewed around one dim: [outer, dim, inner] with `inner` in bytes.
-struct DimView {
-  int64_t outer, size, innerBytes;
-};
 DimView viewAround(const TensorType &t, int64_t dim) {
   llvm::ArrayRef<int64_t> s = t.shape;
   return {numElements(s.take_front(dim)), s[dim],
           numElements(s.drop_front(dim + 1)) * dtypeBytes(t.dtype)};
 }
+
+llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
+                                llvm::StringRef name) {
+  int64_t d = n.attrs.getInt(name);
+  if (d < 0)
+    d += t.rank();
+  if (d < 0 || d >= t.rank())
+    return collectiveError(n, name + " " + llvm::Twine(n.attrs.getInt(name)) +
+                                  " is out of range for " + t.str());
+  return d;
+}
+
+namespace {
 
 /// x viewed as [outer, n, blk] -> y as [n, outer, blk] (blk in bytes).
 void packBlocks(const char *x, char *y, int64_t outer, int64_t n, int64_t blk) {
@@ -72,16 +80,6 @@ llvm::Error reduce16(DType t, const void *x, void *y, int64_t count,
   return llvm::Error::success();
 }
 
-llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
-                                llvm::StringRef name) {
-  int64_t d = n.attrs.getInt(name);
-  if (d < 0)
-    d += t.rank();
-  if (d < 0 || d >= t.rank())
-    return err(n, name + " " + llvm::Twine(n.attrs.getInt(name)) +
-                      " is out of range for " + t.str());
-  return d;
-}
 } // namespace
 
 llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
@@ -92,35 +90,37 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
   if (comms) {
     auto grp = comms->group(axes);
     if (!grp)
-      return err(n, llvm::toString(grp.takeError()));
+      return collectiveError(n, llvm::toString(grp.takeError()));
     c = *grp;
   } else {
     for (const std::string &a : axes)
       if (g.mesh && g.mesh->axisSize(a) > 1)
-        return err(n, "needs communicators: run the partitioned graph on a "
-                      "device group (runtime/parallel)");
+        return collectiveError(
+            n, "needs communicators: run the partitioned graph on a "
+               "device group (runtime/parallel)");
   }
   const int64_t groupSize = c ? c->size() : 1;
   const DType dt = inT.dtype;
   const char *x = static_cast<const char *>(in);
   char *y = static_cast<char *>(out);
   auto wrap = [&](llvm::Error e) {
-    return e ? err(n, llvm::toString(std::move(e))) : llvm::Error::success();
+    return e ? collectiveError(n, llvm::toString(std::move(e)))
+             : llvm::Error::success();
   };
 
   switch (n.op) {
   case OpKind::AllReduce: {
     std::string reduce = n.attrs.getString("reduce", "sum");
     if (reduce != "sum" && reduce != "max")
-      return err(n, "unknown reduce \"" + reduce + "\"");
+      return collectiveError(n, "unknown reduce \"" + reduce + "\"");
     if (in != out)
       std::memcpy(y, x, outT.bytes());
     if (!c)
       return llvm::Error::success();
     ReduceOp op = reduce == "max" ? ReduceOp::Max : ReduceOp::Sum;
     if (isFloat16(dt))
-      return wrap(reduce16(dt, y, y, outT.numElements(), outT.numElements(),
-                           op, *c, /*scatter=*/false));
+      return wrap(reduce16(dt, y, y, outT.numElements(), outT.numElements(), op,
+                           *c, /*scatter=*/false));
     return wrap(c->allReduce(y, outT.numElements(), dt, op));
   }
   case OpKind::AllGather: {
@@ -197,7 +197,7 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
         c->broadcast(y, outT.numElements(), dt, n.attrs.getInt("root")));
   }
   default:
-    return err(n, "not a collective this kernel runs");
+    return collectiveError(n, "not a collective this kernel runs");
   }
 }
 
@@ -207,10 +207,11 @@ llvm::Expected<uint32_t> messageSlot(const Node &n, uint64_t microbatch) {
   int64_t tag = n.attrs.getInt("tag");
   if (tag < 0 || tag >= (int64_t(1) << (32 - kMicroBits)) ||
       microbatch >= (uint64_t(1) << kMicroBits))
-    return err(n, "tag " + llvm::Twine(tag) + " of microbatch " +
-                      llvm::Twine(microbatch) +
-                      " does not fit a message slot (tags below 2^20, "
-                      "microbatches below 4096)");
+    return collectiveError(n,
+                           "tag " + llvm::Twine(tag) + " of microbatch " +
+                               llvm::Twine(microbatch) +
+                               " does not fit a message slot (tags below 2^20, "
+                               "microbatches below 4096)");
   return uint32_t(tag) << kMicroBits | uint32_t(microbatch);
 }
 
@@ -218,11 +219,12 @@ llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
                             void *out, Communicators *comms,
                             uint64_t microbatch) {
   if (!comms)
-    return err(n, "needs communicators: run the pipeline's programs on a "
-                  "device group (runtime/parallel)");
+    return collectiveError(
+        n, "needs communicators: run the pipeline's programs on a "
+           "device group (runtime/parallel)");
   auto grp = comms->group(n.attrs.getStrings("axes"));
   if (!grp)
-    return err(n, llvm::toString(grp.takeError()));
+    return collectiveError(n, llvm::toString(grp.takeError()));
   auto slotOr = messageSlot(n, microbatch);
   if (!slotOr)
     return slotOr.takeError();
@@ -236,9 +238,10 @@ llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
     const TensorType &t = g.type(n.results[0]);
     e = (*grp)->recv(out, t.numElements(), t.dtype, peer, slot);
   } else {
-    return err(n, "not a send or recv");
+    return collectiveError(n, "not a send or recv");
   }
-  return e ? err(n, llvm::toString(std::move(e))) : llvm::Error::success();
+  return e ? collectiveError(n, llvm::toString(std::move(e)))
+           : llvm::Error::success();
 }
 
 } // namespace strata

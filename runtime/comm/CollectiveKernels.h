@@ -35,4 +35,19 @@ llvm::Error runPointToPoint(const Graph &g, const Node &n, const void *in,
 /// (an error when either does not fit).
 llvm::Expected<uint32_t> messageSlot(const Node &n, uint64_t microbatch);
 
+// For the devices' own collective lowerings (CUDA's NCCL path):
+
+/// "<op> (<scope>): <msg>".
+llvm::Error collectiveError(const Node &n, const llvm::Twine &msg);
+
+/// A tensor viewed around one dim: [outer, dim, inner] with `inner` in bytes.
+struct DimView {
+  int64_t outer, size, innerBytes;
+};
+DimView viewAround(const TensorType &t, int64_t dim);
+
+/// Node attribute `name`, a dim of `t` (negative counts from the end).
+llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
+                                llvm::StringRef name);
+
 } // namespace strata

@@ -22,39 +22,12 @@ namespace strata {
 
 namespace {
 
-llvm::Error fail(const Node &n, const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 llvm::Twine(opName(n.op)) + " (" + n.scope +
-                                     "): " + msg);
-}
-
 /// kernels/Layout.cu's StridedCopy, laid out alike.
 struct StridedCopy {
   long long size[8], xStride[8], yStride[8];
   long long xOffset, yOffset, count;
   int rank;
 };
-
-/// A tensor viewed around one dim: [outer, dim, inner] with `inner` in bytes.
-struct DimView {
-  int64_t outer, size, innerBytes;
-};
-DimView viewAround(const TensorType &t, int64_t dim) {
-  llvm::ArrayRef<int64_t> s = t.shape;
-  return {numElements(s.take_front(dim)), s[dim],
-          numElements(s.drop_front(dim + 1)) * dtypeBytes(t.dtype)};
-}
-
-llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
-                                llvm::StringRef name) {
-  int64_t d = n.attrs.getInt(name);
-  if (d < 0)
-    d += t.rank();
-  if (d < 0 || d >= t.rank())
-    return fail(n, name + " " + llvm::Twine(n.attrs.getInt(name)) +
-                       " is out of range for " + t.str());
-  return d;
-}
 
 } // namespace
 
@@ -116,7 +89,7 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
   StrList axes = n.attrs.getStrings("axes");
   if (!nccl_ && ctx.comms)
     if (auto e = connectCollectives(*ctx.comms))
-      return fail(n, llvm::toString(std::move(e)));
+      return collectiveError(n, llvm::toString(std::move(e)));
   cuda::NcclCommunicator *c = nullptr;
   if (nccl_) {
     auto grp = n.op == OpKind::Send || n.op == OpKind::Recv
@@ -124,20 +97,22 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
                                          n.op == OpKind::Send)
                    : nccl_->group(axes);
     if (!grp)
-      return fail(n, llvm::toString(grp.takeError()));
+      return collectiveError(n, llvm::toString(grp.takeError()));
     c = *grp;
   } else {
     for (const std::string &a : axes)
       if (g.mesh && g.mesh->axisSize(a) > 1)
-        return fail(n, "needs communicators: run the partitioned graph on a "
-                       "device group (runtime/parallel)");
+        return collectiveError(
+            n, "needs communicators: run the partitioned graph on a "
+               "device group (runtime/parallel)");
   }
   auto wrap = [&](llvm::Error e) {
-    return e ? fail(n, llvm::toString(std::move(e))) : llvm::Error::success();
+    return e ? collectiveError(n, llvm::toString(std::move(e)))
+             : llvm::Error::success();
   };
   if (n.op == OpKind::Send || n.op == OpKind::Recv) {
     if (!c)
-      return fail(n, "has no peer: its group is this rank alone");
+      return collectiveError(n, "has no peer: its group is this rank alone");
     c->orderWith(s);
     c->setTrace(trace_, traceRank_);
     bool isSend = n.op == OpKind::Send;
@@ -169,7 +144,7 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
   case OpKind::AllReduce: {
     std::string reduce = n.attrs.getString("reduce", "sum");
     if (reduce != "sum" && reduce != "max")
-      return fail(n, "unknown reduce \"" + reduce + "\"");
+      return collectiveError(n, "unknown reduce \"" + reduce + "\"");
     return wrap(c->allReduce(in, out, outT.numElements(), dt,
                              reduce == "max" ? ReduceOp::Max : ReduceOp::Sum));
   }
@@ -237,7 +212,7 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
     return wrap(
         c->broadcast(out, outT.numElements(), dt, n.attrs.getInt("root")));
   default:
-    return fail(n, "not a collective this device runs");
+    return collectiveError(n, "not a collective this device runs");
   }
 }
 
