@@ -11,6 +11,7 @@
 // models today).
 //
 //===----------------------------------------------------------------------===//
+#include "test/cuda/TextDirTest.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -25,23 +26,8 @@
 namespace strata {
 namespace {
 
-class CudaTrain : public ::testing::Test {
+class CudaTrain : public test::TextDirTest {
 protected:
-  void SetUp() override {
-    llvm::SmallString<128> d;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("strata-cuda-train", d));
-    dir_ = std::string(d);
-    std::ofstream text(dir_ + "/text.txt");
-    for (int i = 0; i < 300; ++i)
-      text << "to be or not to be, that is the question " << i << "\n";
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir_); }
-
-  std::string read(const std::string &path) {
-    auto b = llvm::MemoryBuffer::getFile(path);
-    return b ? (*b)->getBuffer().str() : "";
-  }
-
   /// Runs `strata train` with `args`; its stderr on failure.
   std::string train(std::vector<std::string> args) {
     args.insert(args.end(), {"--sample", "0", "--eval-iters", "2"});
@@ -106,8 +92,6 @@ protected:
          "decay_iters: 4 eval_every: 4 seed: 3 grad_clip: 1.0 }\n";
     return path;
   }
-
-  std::string dir_;
 };
 
 TEST_F(CudaTrain, GptAndLlamaLossesMatchTheCpuDevice) {

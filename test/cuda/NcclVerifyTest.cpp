@@ -12,6 +12,7 @@
 // node layout from Slurm's variables, and --trace shows the NCCL calls.
 //
 //===----------------------------------------------------------------------===//
+#include "test/cuda/TextDirTest.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
@@ -27,23 +28,8 @@
 namespace strata {
 namespace {
 
-class NcclVerify : public ::testing::Test {
+class NcclVerify : public test::TextDirTest {
 protected:
-  void SetUp() override {
-    llvm::SmallString<128> d;
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("strata-nccl", d));
-    dir_ = std::string(d);
-    std::ofstream text(dir_ + "/text.txt");
-    for (int i = 0; i < 300; ++i)
-      text << "to be or not to be, that is the question " << i << "\n";
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir_); }
-
-  std::string read(const std::string &path) {
-    auto b = llvm::MemoryBuffer::getFile(path);
-    return b ? (*b)->getBuffer().str() : "";
-  }
-
   /// Runs `strata args...` with `env` added; "" on success, else the exit
   /// code and stderr. The stdout is in out_.
   std::string strata(std::vector<std::string> args,
@@ -89,7 +75,7 @@ protected:
     return strata(layout);
   }
 
-  std::string dir_, out_;
+  std::string out_;
 };
 
 TEST_F(NcclVerify, TensorSequenceAndDataParallelZeroGpt) {
