@@ -106,14 +106,7 @@ public:
     c->rank = rank;
     c->size = nranks;
     *out = add(c);
-    auto connect = [this, c] {
-      auto g = connectGlooGroup(rdv_, c->prefix, c->rank, c->size,
-                                "nccl communicator " + c->prefix);
-      if (!g)
-        return c->finish(ncclSystemError, llvm::toString(g.takeError()));
-      c->gloo = std::move(*g);
-      c->finish(ncclSuccess);
-    };
+    auto connect = [this, c] { connectGloo(*c); };
     return start(*c, config, connect);
   }
 
@@ -152,12 +145,7 @@ public:
                   std::to_string(color);
       c->size = int(members.size());
       c->rank = int(llvm::find(members, p->rank) - members.begin());
-      auto g = connectGlooGroup(rdv_, c->prefix, c->rank, c->size,
-                                "nccl communicator " + c->prefix);
-      if (!g)
-        return c->finish(ncclSystemError, llvm::toString(g.takeError()));
-      c->gloo = std::move(*g);
-      c->finish(ncclSuccess);
+      connectGloo(*c);
     };
     return start(*c, config, work);
   }
@@ -248,6 +236,17 @@ public:
   }
 
 private:
+  /// Connects `c`'s Gloo group (its prefix, rank and size set) and
+  /// finishes its initialization.
+  void connectGloo(Comm &c) {
+    auto g = connectGlooGroup(rdv_, c.prefix, c.rank, c.size,
+                              "nccl communicator " + c.prefix);
+    if (!g)
+      return c.finish(ncclSystemError, llvm::toString(g.takeError()));
+    c.gloo = std::move(*g);
+    c.finish(ncclSuccess);
+  }
+
   NcclComm add(std::shared_ptr<Comm> c) {
     std::lock_guard<std::mutex> lock(mu_);
     NcclComm h = c.get();
