@@ -111,13 +111,17 @@ torchrunVarsFromSlurm(const EnvLookup &env) {
   return vars;
 }
 
-llvm::Error adoptSlurmEnvironment() {
-  auto vars =
-      torchrunVarsFromSlurm([](const char *name) -> std::optional<std::string> {
+llvm::Expected<std::map<std::string, std::string>> torchrunVarsFromProcess() {
+  return torchrunVarsFromSlurm(
+      [](const char *name) -> std::optional<std::string> {
         if (const char *v = std::getenv(name))
           return std::string(v);
         return std::nullopt;
       });
+}
+
+llvm::Error adoptSlurmEnvironment() {
+  auto vars = torchrunVarsFromProcess();
   if (!vars)
     return vars.takeError();
   for (auto &[k, v] : *vars)

@@ -40,7 +40,10 @@ using EnvLookup = std::function<std::optional<std::string>(const char *)>;
 llvm::Expected<std::map<std::string, std::string>>
 torchrunVarsFromSlurm(const EnvLookup &env);
 
-/// Sets torchrunVarsFromSlurm of this process's environment in it.
+/// torchrunVarsFromSlurm of this process's environment.
+llvm::Expected<std::map<std::string, std::string>> torchrunVarsFromProcess();
+
+/// Sets torchrunVarsFromProcess() in this process's environment.
 llvm::Error adoptSlurmEnvironment();
 
 } // namespace strata

@@ -210,12 +210,7 @@ int exitCode(int status) {
 Error adoptSlurm() {
   if (!std::getenv("SLURM_PROCID"))
     return Error::success();
-  auto vars =
-      torchrunVarsFromSlurm([](const char *name) -> std::optional<std::string> {
-        if (const char *v = std::getenv(name))
-          return std::string(v);
-        return std::nullopt;
-      });
+  auto vars = torchrunVarsFromProcess();
   if (!vars)
     return vars.takeError();
   auto get = [&](const char *k) { return vars->count(k) ? (*vars)[k] : ""; };
