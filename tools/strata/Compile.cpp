@@ -89,6 +89,12 @@ int runCompile() {
           outs() << (i ? ", " : " ") << compiled->recomputedLayers[i];
         outs() << " recomputed in full";
       }
+      if (options->recompute == RecomputeMode::Selective &&
+          options->savedState == SavedStateModel::Strata)
+        outs() << " (keeps what none keeps under the strata saved-state "
+                  "model: the fused attention never stores the s x s "
+                  "probabilities selective recomputation saves; "
+                  "--saved-state megatron counts Megatron's unfused layers)";
       outs() << "\n";
     }
     if (options->memoryBudget >= 0)
