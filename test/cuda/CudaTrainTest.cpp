@@ -151,8 +151,9 @@ TEST_F(CudaTrain, APlanOverTheDeviceMemoryIsRefusedBeforeItRuns) {
   EXPECT_FALSE(llvm::sys::fs::exists(dir_ + "/oom/checkpoint.bin"));
 }
 
-// Parallel layouts on cuda-interpret devices (collectives by Gloo on their
-// memory) against the serial plan on one CPU device, tensor by tensor:
+// Parallel layouts on cuda-interpret devices (collectives by interpret
+// mode's NCCL, docs/multi-gpu.md) against the serial plan on one CPU device,
+// tensor by tensor:
 // Megatron tp with sp over a 2-stage 1F1B pipeline, and tp x dp, with
 // dropout on split activations (each block draws its global indices' mask).
 TEST_F(CudaTrain, ParallelLayoutsVerifyAgainstTheCpu) {
