@@ -108,9 +108,6 @@ int runVerify() {
   auto loaded = loadPlanOrSpec(input);
   if (!loaded)
     return reportError(loaded.takeError());
-  ModelConfig model = loaded->config;
-  if (given(dropout))
-    model.dropout = dropout;
   VerifyOptions o;
   o.devices.backend = *backend;
   o.parallel = {tp, dp, sp, distOpt};
@@ -146,7 +143,7 @@ int runVerify() {
     return reportError(std::move(e));
   training.gradAccum = spec.training().grad_accum();
   // Both plans see micro_batch sequences per dp rank in each microbatch.
-  model = dataParallelConfig(resolveModelSpec(spec), pc.dp);
+  ModelConfig model = dataParallelConfig(resolveModelSpec(spec), pc.dp);
   if (given(dropout))
     model.dropout = dropout;
   if (Error e = checkSequenceParallel(pc.sp, pc.tp))
