@@ -31,6 +31,15 @@ llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
   return d;
 }
 
+llvm::Error checkSingleRankAxes(const Graph &g, const Node &n) {
+  for (const std::string &a : n.attrs.getStrings("axes"))
+    if (g.mesh && g.mesh->axisSize(a) > 1)
+      return collectiveError(
+          n, "needs communicators: run the partitioned graph on a "
+             "device group (runtime/parallel)");
+  return llvm::Error::success();
+}
+
 namespace {
 
 /// x viewed as [outer, n, blk] -> y as [n, outer, blk] (blk in bytes).
@@ -92,12 +101,8 @@ llvm::Error runCollective(const Graph &g, const Node &n, const void *in,
     if (!grp)
       return collectiveError(n, llvm::toString(grp.takeError()));
     c = *grp;
-  } else {
-    for (const std::string &a : axes)
-      if (g.mesh && g.mesh->axisSize(a) > 1)
-        return collectiveError(
-            n, "needs communicators: run the partitioned graph on a "
-               "device group (runtime/parallel)");
+  } else if (auto e = checkSingleRankAxes(g, n)) {
+    return e;
   }
   const int64_t groupSize = c ? c->size() : 1;
   const DType dt = inT.dtype;

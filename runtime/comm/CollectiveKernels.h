@@ -46,6 +46,10 @@ struct DimView {
 };
 DimView viewAround(const TensorType &t, int64_t dim);
 
+/// A collective run without communicators: an error unless every axis of
+/// node `n` has size 1 in `g`'s mesh.
+llvm::Error checkSingleRankAxes(const Graph &g, const Node &n);
+
 /// Node attribute `name`, a dim of `t` (negative counts from the end).
 llvm::Expected<int64_t> dimAttr(const Node &n, const TensorType &t,
                                 llvm::StringRef name);

@@ -99,12 +99,8 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
     if (!grp)
       return collectiveError(n, llvm::toString(grp.takeError()));
     c = *grp;
-  } else {
-    for (const std::string &a : axes)
-      if (g.mesh && g.mesh->axisSize(a) > 1)
-        return collectiveError(
-            n, "needs communicators: run the partitioned graph on a "
-               "device group (runtime/parallel)");
+  } else if (auto e = checkSingleRankAxes(g, n)) {
+    return e;
   }
   auto wrap = [&](llvm::Error e) {
     return e ? collectiveError(n, llvm::toString(std::move(e)))
