@@ -33,6 +33,7 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/io/TensorArchive.h"
 #include "runtime/parallel/TrainingSession.h"
+#include "test/reference/ReferenceConfig.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -78,30 +79,6 @@ double normwise(const HostTensor &a, const HostTensor &b) {
          << normwise(torch, torch32) << ")";
 }
 
-ModelConfig configFrom(const llvm::json::Object &j) {
-  auto i = [&](const char *k) { return *j.getInteger(k); };
-  ModelConfig c;
-  c.family = *j.getString("family") == "gpt" ? pb::ModelSpec::GPT
-                                             : pb::ModelSpec::LLAMA;
-  c.name = "reference";
-  c.vocab = i("real_vocab");
-  c.paddedVocab = i("vocab");
-  c.hidden = i("hidden");
-  c.layers = i("layers");
-  c.heads = i("heads");
-  c.kvHeads = i("kv_heads");
-  c.headDim = c.hidden / c.heads;
-  c.ffn = i("ffn");
-  c.seq = i("seq");
-  c.microBatch = i("batch");
-  c.dropout = 0;
-  c.normEps = *j.getNumber("norm_eps");
-  c.ropeTheta = *j.getNumber("rope_theta");
-  c.initStd = 0.02;
-  c.tieEmbeddings = c.isGPT();
-  return c;
-}
-
 TensorArchive readArchive(const std::string &dir) {
   auto a = TensorArchive::read(dir);
   if (!a) {
@@ -120,7 +97,7 @@ TEST_P(AutocastParity, LogitsLossAndGradients) {
                          << "(make_autocast_reference.py) did not run";
   auto json = llvm::json::parse((*buf)->getBuffer());
   ASSERT_TRUE(bool(json)) << llvm::toString(json.takeError());
-  ModelConfig cfg = configFrom(*json->getAsObject());
+  ModelConfig cfg = test::configFrom(*json->getAsObject());
   TensorArchive init = readArchive(dir + "/init");
   TensorArchive bf16 = readArchive(dir + "/bf16");
   TensorArchive f32 = readArchive(dir + "/f32");

@@ -23,6 +23,7 @@
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/io/TensorArchive.h"
 #include "runtime/parallel/TrainingSession.h"
+#include "test/reference/ReferenceConfig.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -89,31 +90,6 @@ std::optional<Reference> loadReference(const std::string &model) {
   return r;
 }
 
-ModelConfig configFrom(const llvm::json::Object &j) {
-  auto i = [&](const char *k) { return *j.getInteger(k); };
-  auto f = [&](const char *k) { return *j.getNumber(k); };
-  ModelConfig c;
-  c.family = *j.getString("family") == "gpt" ? pb::ModelSpec::GPT
-                                             : pb::ModelSpec::LLAMA;
-  c.name = "reference";
-  c.vocab = i("real_vocab");
-  c.paddedVocab = i("vocab");
-  c.hidden = i("hidden");
-  c.layers = i("layers");
-  c.heads = i("heads");
-  c.kvHeads = i("kv_heads");
-  c.headDim = c.hidden / c.heads;
-  c.ffn = i("ffn");
-  c.seq = i("seq");
-  c.microBatch = i("batch");
-  c.dropout = 0;
-  c.normEps = f("norm_eps");
-  c.ropeTheta = f("rope_theta");
-  c.initStd = 0.02;
-  c.tieEmbeddings = c.isGPT();
-  return c;
-}
-
 TrainOptions optionsFrom(const llvm::json::Object &j) {
   TrainOptions o;
   o.schedule =
@@ -133,7 +109,7 @@ TEST_P(TorchParity, LogitsLossGradsAndTenAdamWSteps) {
   auto ref = loadReference(GetParam());
   if (!ref)
     GTEST_SKIP() << "no PyTorch reference archives (python3-torch missing?)";
-  ModelConfig cfg = configFrom(ref->config);
+  ModelConfig cfg = test::configFrom(ref->config);
   Graph forward = buildModelGraph(cfg);
   CpuDevice dev;
   auto session = TrainingSession::create(
