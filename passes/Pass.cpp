@@ -20,6 +20,7 @@ void registerAutodiffPass();
 void registerCombineAllReducePass();
 void registerDeadCodeEliminationPass();
 void registerFusionPass();
+void registerLossScalePass();
 void registerMegatronSeedsPass();
 void registerMemoryPass();
 void registerMixedPrecisionPass();
@@ -34,6 +35,7 @@ void registerAllPasses() {
     registerCombineAllReducePass();
     registerDeadCodeEliminationPass();
     registerFusionPass();
+    registerLossScalePass();
     registerMegatronSeedsPass();
     registerMemoryPass();
     registerMixedPrecisionPass();
