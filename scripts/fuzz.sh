@@ -8,7 +8,8 @@
 # see docs/fuzzing.md).
 #
 #   scripts/fuzz.sh [SECONDS]
-# Environment: FUZZ_TARGETS (default: all six), FUZZ_RSS_MB (2048),
+# Environment: FUZZ_TARGETS (default: all six), FUZZ_RUNS (stop a target
+# after this many executions, if that comes before SECONDS), FUZZ_RSS_MB (2048),
 # FUZZ_JOBS (ninja -j, default 2), STRATA_BUILD_LOCK (a file to flock
 # around the build, on a shared machine). Seeds made from the real CLI
 # (plans, checkpoints) need the default build in ./build.
@@ -57,6 +58,8 @@ max_len() {
 export TMPDIR=/dev/shm  # the plan, checkpoint and archive readers take files
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+runs=()
+[ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
 status=0
 summary=()
 for t in "${targets[@]}"; do
@@ -69,13 +72,15 @@ for t in "${targets[@]}"; do
   log=$work/$t.log
   rc=0
   $build/test/fuzz/fuzz_$t $work/corpus/$t "${dirs[@]}" "${dict[@]}" \
-    -max_total_time="$seconds" -rss_limit_mb="$rss_mb" -timeout=10 \
+    -max_total_time="$seconds" "${runs[@]}" -rss_limit_mb="$rss_mb" -timeout=10 \
     -max_len="$(max_len $t)" -print_final_stats=1 \
     -artifact_prefix=$work/findings/$t/ >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   found=$(find $work/findings/$t -type f | wc -l)
-  line=$(printf '%-15s %10s execs %7s exec/s  %s findings' "$t" "${execs:-?}" "${rate:-?}" "$found")
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  line=$(printf '%-15s %10s execs %7s exec/s %6s s  %s findings' "$t" "${execs:-?}" \
+    "${rate:-?}" "${took:-$seconds}" "$found")
   summary+=("$line")
   echo "fuzz: $line"
   if [ "$rc" -ne 0 ] || [ "$found" -ne 0 ]; then

@@ -6,9 +6,10 @@
 
 writes into DIR:
   plan/            plans `strata compile` writes for the tiny specs of
-                   test/fuzz/corpus/model_spec (serial, tp x dp with sp,
-                   pp with microbatches, no fusion, Llama with the
-                   distributed optimizer)
+                   test/fuzz/corpus/model_spec, cut to one block where the
+                   layout allows (serial with fused kernels; without fusion:
+                   tp x dp with sp, pp with microbatches, serial, Llama with
+                   the distributed optimizer)
   checkpoint/      checkpoints of one `strata train` step of those specs
   pass_pipeline/   `<pipeline>\\n<IR>` for each strata-opt RUN line of the lit
                    tests and each `# -----` case of its file
@@ -36,15 +37,30 @@ def run(cmd, **kw):
     return r.stdout
 
 
-def plans(strata, out):
+def one_layer(spec, scratch):
+    """`spec` with one block: a plan's size (and the time the fuzzer spends
+    loading it) grows with the blocks."""
+    text = re.sub(r"^layers: \d+$", "layers: 1", open(spec).read(), flags=re.M)
+    path = os.path.join(scratch, "1layer_" + os.path.basename(spec))
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def plans(strata, out, scratch):
     gpt = os.path.join(SPECS, "tiny_gpt.textproto")
-    llama = os.path.join(SPECS, "tiny_llama.textproto")
+    gpt1 = one_layer(gpt, scratch)
+    llama1 = one_layer(os.path.join(SPECS, "tiny_llama.textproto"), scratch)
+    # Small plans keep the fuzzer fast (a valid plan is loaded, verified and
+    # its kernels rendered on every run): one block where the layout allows
+    # it, and fused kernels (whose C++ source dominates a plan) in one seed.
     variants = {
-        "gpt_serial": [gpt],
-        "gpt_tp2_dp2_sp": [gpt, "--tp", "2", "--dp", "2", "--sp"],
-        "gpt_pp2_mb2": [gpt, "--pp", "2", "--microbatches", "2"],
-        "gpt_no_fusion": [gpt, "--no-fusion"],
-        "llama_dp2_zero1": [llama, "--dp", "2", "--distributed-optimizer"],
+        "gpt_serial": [gpt1],
+        "gpt_tp2_dp2_sp": [gpt1, "--tp", "2", "--dp", "2", "--sp", "--no-fusion"],
+        "gpt_pp2_mb2": [gpt, "--pp", "2", "--microbatches", "2", "--no-fusion"],
+        "gpt_no_fusion": [gpt1, "--no-fusion"],
+        "llama_dp2_zero1": [llama1, "--dp", "2", "--distributed-optimizer",
+                            "--no-fusion"],
     }
     os.makedirs(out, exist_ok=True)
     for name, args in variants.items():
@@ -123,7 +139,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        plans(a.strata, os.path.join(a.out, "plan"))
+        plans(a.strata, os.path.join(a.out, "plan"), scratch)
         checkpoints(a.strata, os.path.join(a.out, "checkpoint"), scratch)
     pass_pipelines(os.path.join(a.out, "pass_pipeline"))
     dicts(a.strata_opt, a.out)
