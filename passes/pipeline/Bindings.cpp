@@ -53,7 +53,7 @@ llvm::StringRef roleName(Role r) {
       "parameter",  "gradient",  "adam_m", "adam_v",
       "tokens",     "labels",    "lr",     "step",
       "loss",       "grad_norm", "stash",  "new_parameter",
-      "new_adam_m", "new_adam_v"};
+      "new_adam_m", "new_adam_v", "loss_scale"};
   return names[int(r)];
 }
 
@@ -84,6 +84,8 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
     else if (kind == ProgramKind::Backward && stage &&
              llvm::is_contained(stage->stash, val.name))
       b.inputs.push_back({Role::Stash, val.name});
+    else if (kind == ProgramKind::Backward && name == "loss_scale")
+      b.inputs.push_back({Role::LossScale, ""});
     else if (kind == ProgramKind::Backward && name.consume_front("grad.") &&
              name.consume_back(".acc"))
       b.inputs.push_back({Role::Gradient, name.str()});

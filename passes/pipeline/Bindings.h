@@ -14,6 +14,7 @@
 //   grad_norm      the optimizer's global norm output
 //   stash          F outputs after the loss = B inputs  the value's name
 //   new_*          optimizer outputs new.<p>, new.adam_m.<p>, new.adam_v.<p>
+//   loss_scale     B input loss_scale (passes/precision/LossScale.h)
 //
 // Each binding also carries the value's sharding (its IR `shard=`) and the
 // pipeline rank that owns it: for the parameter roles (parameter, gradient,
@@ -56,8 +57,9 @@ enum class Role : uint8_t {
   NewParameter,
   NewAdamM,
   NewAdamV,
+  LossScale,
 };
-constexpr int kNumRoles = int(Role::NewAdamV) + 1;
+constexpr int kNumRoles = int(Role::LossScale) + 1;
 
 llvm::StringRef roleName(Role r);
 

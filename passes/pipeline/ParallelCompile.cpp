@@ -37,6 +37,8 @@ llvm::Expected<Graph> microbatchGraph(const Graph &forward,
   pm.addPass(createAutodiffPass());
   if (o.precision != DType::F32)
     pm.addPass(createMixedPrecisionPass(o.precision));
+  if (o.lossScaling)
+    pm.addPass(createLossScalePass());
   if (o.tp > 1 || o.dp > 1) {
     pm.addPass(createMegatronSeedsPass({o.tp, o.dp, o.sp}));
     pm.addPass(createSpmdPass());

@@ -6,6 +6,7 @@
 //   autodiff                        microbatch graph (forward + backward)
 //   mixed-precision{dtype} (bf16 / fp16 only)  16-bit compute, f32 master
 //                                   state (passes/precision: why here)
+//   loss-scale (with lossScaling)   the backward seeded with %loss_scale
 //   megatron-seeds{tp,dp,sp}, spmd  per-device graph with collectives (only
 //                                   when tp, dp or sp ask for it)
 //   recompute{mode}                 after spmd, so stash bytes are per device
@@ -23,6 +24,7 @@
 
 #include "passes/memory/MemoryPlan.h"
 #include "passes/pipeline/Pipeline.h"
+#include "passes/precision/LossScale.h"
 #include "passes/precision/MixedPrecision.h"
 #include "passes/recompute/Recompute.h"
 
@@ -47,6 +49,9 @@ struct ParallelCompileOptions {
   /// F32, or 16-bit compute with f32 master parameters, gradients and
   /// moments (passes/precision/MixedPrecision.h).
   DType precision = DType::F32;
+  /// Seed the backward with the input %loss_scale (passes/precision/
+  /// LossScale.h): the gradients come out scaled, the trainer unscales them.
+  bool lossScaling = false;
   /// Fuse the stage and optimizer programs (passes/fusion) before memory
   /// planning, so the plan counts the buffers the fused programs use.
   bool fusion = false;

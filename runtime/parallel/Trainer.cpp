@@ -10,6 +10,7 @@
 #include "runtime/parallel/TrainerRankState.h"
 #include "runtime/train/ParamInit.h"
 
+#include <cmath>
 #include <cstring>
 #include <set>
 
@@ -62,6 +63,7 @@ ParallelCompileOptions trainingCompileOptions(const ParallelConfig &c,
   // Fused before memory planning: the plan's buffers are the fused programs'.
   o.fusion = t.fusion;
   o.precision = t.precision;
+  o.lossScaling = t.lossScaling.has_value();
   return o;
 }
 
@@ -204,6 +206,8 @@ llvm::Error Trainer::bind() {
       r->stash.emplace_back();
       r->stashPool.emplace_back();
     }
+    if (auto e = bindLossScale(*r))
+      return e;
     const Graph &opt = pp.optimizers[r->pipeRank];
     const ProgramBindings &ob = pp.optimizerBindings[r->pipeRank];
     for (size_t i = 0; i < ob.inputs.size(); ++i) {
@@ -413,7 +417,7 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
   const Graph &g = plan_->pipeline.optimizers[r.pipeRank];
   const ProgramBindings &b = plan_->pipeline.optimizerBindings[r.pipeRank];
   r.lrHost.set(0, lr);
-  r.stepHost.set(0, double(step_ + 1));
+  r.stepHost.set(0, double(updates_ + 1));
   r.lr.fromHost(r.lrHost);
   r.stepCount.fromHost(r.stepHost);
   std::vector<const void *> ins;
@@ -497,6 +501,9 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
       continue;
     case Role::Parameter:
       ins.push_back(r.p[x.name].data());
+      continue;
+    case Role::LossScale:
+      ins.push_back(r.lossScale.data());
       continue;
     case Role::Stash:
       ins.push_back(
@@ -699,7 +706,11 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     return e;
   zeroGradients();
   StepStats stats;
-  stats.lr = opts_.schedule.at(step_);
+  stats.lr = opts_.schedule.at(updates_);
+  if (scaler_) {
+    stats.lossScale = scaler_->scale();
+    writeLossScale(scaler_->scale());
+  }
   // The optimizer runs on the gradients averaged over the microbatches:
   // run the streams without their optimizer, scale, then the optimizer
   // programs.
@@ -730,6 +741,15 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     if (!loss)
       return loss.takeError();
     stats.loss = *loss;
+    if (scaler_) {
+      // Unscaled; a step with inf / nan anywhere is skipped.
+      auto inf = unscaleGradients(scaler_->scale(), M, /*inject=*/true);
+      if (!inf)
+        return inf.takeError();
+      stats.skipped = *inf;
+      return stats.skipped ? llvm::Error::success()
+                           : runStreams(opt, 0, &stats, false);
+    }
     for (auto &r : ranks_) {
       if (M > 1)
         for (auto &g : r->grads)
@@ -745,11 +765,19 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     r->measuring = false;
   if (ran)
     return ran;
+  if (scaler_)
+    scaler_->update(stats.skipped);
+  if (stats.skipped) {
+    stats.gradNorm = std::nan("");
+    ++step_;
+    return stats;
+  }
   auto norm = readBack(ranks_.front()->norm);
   if (!norm)
     return norm.takeError();
   stats.gradNorm = norm->get(0);
   ++step_;
+  ++updates_;
   return stats;
 }
 

@@ -115,7 +115,15 @@ public:
   llvm::Expected<double> evalLoss(const int32_t *tokens, const int32_t *labels);
 
   int64_t step() const { return step_; }
-  void setStep(int64_t s) { step_ = s; }
+  /// Sets the step and the updates made to `s`.
+  void setStep(int64_t s) { step_ = updates_ = s; }
+  /// Optimizer updates made: the steps less the skipped ones (loss
+  /// scaling). The learning-rate schedule and AdamW's step count follow it.
+  int64_t updates() const { return updates_; }
+  void setUpdates(int64_t u) { updates_ = u; }
+  /// The loss scale's state machine (runtime/train/LossScaler.h); null
+  /// without loss scaling.
+  LossScaler *lossScaler() { return scaler_.get(); }
   const CompiledPipeline &compiled() const { return *plan_; }
   const ParallelConfig &config() const { return config_; }
   /// Records each program run and the devices' collectives and copies into
@@ -164,6 +172,19 @@ private:
   /// Zeroes every rank's gradient buffers on its stream: the B programs
   /// accumulate into them.
   void zeroGradients();
+  // Loss scaling (runtime/train/LossScaling.cpp).
+  /// Checks the plan takes a loss scale iff the run scales; allocates r's
+  /// %loss_scale input.
+  llvm::Error bindLossScale(RankState &r);
+  /// Enqueues `scale` into every rank's %loss_scale input.
+  void writeLossScale(float scale);
+  /// Divides every rank's gradients by microbatches * scale; whether any
+  /// rank's hold inf / nan (the same answer on every rank). `inject`: apply
+  /// opts_.injectInfAt first.
+  llvm::Expected<bool> unscaleGradients(float scale, int64_t microbatches,
+                                        bool inject);
+  /// One microbatch's unscaled gradients (lossAndGrads).
+  llvm::Error microbatchGradients();
   /// Every rank's blocks of the global microbatches (tokens, labels).
   llvm::Error scatterBatches(llvm::ArrayRef<HostTensor> tokens,
                              llvm::ArrayRef<HostTensor> labels);
@@ -206,7 +227,8 @@ private:
   std::vector<std::unique_ptr<RankState>> ranks_; // by local rank
   CompletedSends completed_;                      // of the step's streams
   Trace *trace_ = nullptr;
-  int64_t step_ = 0;
+  int64_t step_ = 0, updates_ = 0;
+  std::unique_ptr<LossScaler> scaler_;
 };
 
 } // namespace strata

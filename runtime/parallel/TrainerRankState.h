@@ -33,6 +33,9 @@ struct Trainer::RankState {
   DeviceBuffer losses, lr, stepCount, norm;
   /// The host side of lr and step: it outlives their enqueued copies.
   HostTensor lrHost, stepHost;
+  /// The head's B input %loss_scale and its host side (loss scaling).
+  DeviceBuffer lossScale;
+  HostTensor lossScaleHost;
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
   /// Per optimizer output: whether it is written over the state it
   /// replaces; else into its staging buffer, then copied.

@@ -65,9 +65,7 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
   std::memcpy(lb.raw(), labels, lb.bytes());
   if (auto e = scatterBatches({tk}, {lb}))
     return e;
-  zeroGradients();
-  if (auto e =
-          runStreams(singleMicrobatch(false), uint64_t(step_), nullptr, false))
+  if (auto e = microbatchGradients())
     return e;
   std::vector<std::pair<std::string, HostTensor>> result;
   auto loss = headLoss(1);

@@ -8,9 +8,12 @@
 
 #include "passes/optimizer/OptimizerGraph.h"
 #include "runtime/train/LRSchedule.h"
+#include "runtime/train/LossScaler.h"
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <vector>
 
 namespace strata {
 
@@ -24,12 +27,23 @@ struct TrainOptions {
   bool fusion = false;
   /// F32, or BF16 / F16: mixed precision (passes/precision).
   DType precision = DType::F32;
+  /// Loss scaling (runtime/train/LossScaler.h): the programs take the scale
+  /// as an input; a step whose gradients hold inf / nan is skipped.
+  std::optional<LossScalerConfig> lossScaling;
+  /// Test hook: at these steps (0-based) the trainer makes one gradient
+  /// element of the last rank infinite before the check, as an overflow
+  /// would (test/precision/LossScalingTest.cpp).
+  std::vector<int64_t> injectInfAt;
 };
 
 struct StepStats {
   double loss = 0;     // mean over the step's microbatches
   double gradNorm = 0; // global norm before clipping
   double lr = 0;
+  /// With loss scaling: the scale the step ran with, and whether its
+  /// gradients held inf / nan, so no update was made (gradNorm is then nan).
+  double lossScale = 0;
+  bool skipped = false;
 };
 
 /// Writes microbatch `micro` of the current step as i32 [B,S] tokens/labels.

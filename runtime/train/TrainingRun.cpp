@@ -64,7 +64,27 @@ TrainOptions trainOptions(const pb::Training &t) {
   o.optimizer.grad_clip = t.grad_clip();
   o.seed = t.seed();
   o.precision = trainingPrecision(t);
+  o.lossScaling = lossScalingOf(t);
   return o;
+}
+
+/// Restores the loss scaler's state from checkpoint `c` when both the run
+/// and the checkpoint scale; a note when only one does.
+static llvm::Error
+restoreLossScaler(const Checkpoint &c, Trainer &trainer,
+                  llvm::function_ref<void(const llvm::Twine &)> note) {
+  const llvm::json::Value *saved = c.meta.get("loss_scaler");
+  LossScaler *scaler = trainer.lossScaler();
+  if (scaler && saved)
+    return scaler->fromJSON(*saved);
+  if (scaler)
+    note("the checkpoint has no loss scale (trained without loss scaling): "
+         "the scale starts at " +
+         std::to_string(double(scaler->scale())));
+  else if (saved)
+    note("the checkpoint's loss scale is dropped (this run does not scale "
+         "the loss)");
+  return llvm::Error::success();
 }
 
 /// The run; only the writer (rank 0 of a multi-process job) reports and
@@ -206,6 +226,10 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
             t.loadState([&](llvm::StringRef n) { return ckpt->lookup(n); }))
       return err(ckptFile + ": error: " + llvm::toString(std::move(e)));
     t.setStep(ckpt->meta.getInteger("step").getValueOr(0));
+    if (auto updates = ckpt->meta.getInteger("updates"))
+      t.trainer().setUpdates(*updates);
+    if (auto e = restoreLossScaler(*ckpt, t.trainer(), note))
+      return err(ckptFile + ": error: " + llvm::toString(std::move(e)));
   }
 
   MetricsLog metrics;
@@ -238,6 +262,9 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       return savedStep = step, llvm::Error::success();
     Checkpoint c;
     c.meta["step"] = t.step();
+    c.meta["updates"] = t.trainer().updates();
+    if (LossScaler *scaler = t.trainer().lossScaler())
+      c.meta["loss_scaler"] = scaler->toJSON();
     c.meta["spec"] = specText;
     c.meta["tokenizer"] = tokenizer->toJSON();
     c.meta["data"] = opts.dataPath;
@@ -289,6 +316,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   auto start = Clock::now();
   int64_t firstStep = t.step();
   double emaTokS = 0;
+  int64_t skipped = 0; // steps skipped by loss scaling
   StopSignals stop;
   std::unique_ptr<Trace> trace;
   if (!opts.tracePath.empty()) {
@@ -329,7 +357,8 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
       return e;
     if (!std::isfinite(stats->loss))
       return diverged(s + 1, "loss", stats->loss);
-    if (!std::isfinite(stats->gradNorm))
+    skipped += stats->skipped;
+    if (!stats->skipped && !std::isfinite(stats->gradNorm))
       return diverged(s + 1, "gradient norm", stats->gradNorm);
     double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     double tokS = tokensPerStep / dt;
@@ -337,21 +366,32 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
     double elapsed =
         std::chrono::duration<double>(Clock::now() - start).count();
     double eta = (steps - t.step()) * elapsed / double(t.step() - firstStep);
-    metrics.write(llvm::json::Object{
+    llvm::json::Object row{
         {"step", s},
         {"loss", stats->loss},
         {"lr", stats->lr},
-        {"grad_norm", stats->gradNorm},
+        {"grad_norm", stats->skipped ? llvm::json::Value(nullptr)
+                                     : llvm::json::Value(stats->gradNorm)},
         {"tokens_per_s", tokS},
         {"gflops", tokS * flopsPerToken / 1e9},
-        {"hardware_gflops", tokS * hardwareFlopsPerToken / 1e9}});
-    char line[200];
-    snprintf(line, sizeof line,
-             "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f "
-             "GFLOP/s | ETA %s",
-             (long long)t.step(), (long long)steps, stats->loss, stats->lr,
-             emaTokS, emaTokS * flopsPerToken / 1e9,
-             formatDuration(eta).c_str());
+        {"hardware_gflops", tokS * hardwareFlopsPerToken / 1e9}};
+    if (t.trainer().lossScaler()) {
+      row["loss_scale"] = stats->lossScale;
+      row["skipped"] = stats->skipped;
+    }
+    metrics.write(std::move(row));
+    char line[240];
+    int len = snprintf(
+        line, sizeof line,
+        "step %5lld/%lld | loss %.4f | lr %.2e | %7.0f tok/s | %5.1f "
+        "GFLOP/s | ETA %s",
+        (long long)t.step(), (long long)steps, stats->loss, stats->lr,
+        emaTokS, emaTokS * flopsPerToken / 1e9, formatDuration(eta).c_str());
+    // Megatron's "loss scale" and "number of skipped iterations" (of the
+    // steps this process ran).
+    if (t.trainer().lossScaler())
+      snprintf(line + len, sizeof line - len, " | loss scale %g | skipped %lld",
+               stats->lossScale, (long long)skipped);
     bool evalNow = tr.eval_every() > 0 &&
                    (t.step() % tr.eval_every() == 0 || t.step() == steps);
     if (opts.progressBar) {

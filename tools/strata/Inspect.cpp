@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "ir/IRText.h"
+#include "runtime/train/LossScaler.h"
 #include "tools/strata/CheckpointInspect.h"
 #include "tools/strata/CollectiveInspect.h"
 #include "tools/strata/Dot.h"
@@ -157,6 +158,7 @@ void printSummary(raw_ostream &os, const LoadedPlan &p) {
       c.tieEmbeddings ? "tied (logits = x @ wte^T)" : "untied (lm_head.w)");
   if (c.dropout > 0)
     row("dropout", formatv("{0}", c.dropout).str());
+  row("precision", precisionSummary(spec.training()));
   if (p.plan.pipeline().stages_size() > 0) {
     // A compiled plan: its layout.
     const pb::ParallelConfig &pc = p.plan.parallel();
@@ -282,6 +284,8 @@ Expected<json::Value> summaryJson(const LoadedPlan &p) {
                              {"params", gc.params},
                              {"data_inputs", gc.dataInputs}}},
   };
+  for (auto &member : precisionJson(p.plan.model().training()))
+    out.try_emplace(member.first, std::move(member.second));
   if (p.plan.has_pipeline()) {
     for (auto &member : pipelineJson(p.plan))
       out.try_emplace(member.first, std::move(member.second));

@@ -2,6 +2,7 @@
 #include "tools/strata/LayoutFlags.h"
 
 #include "frontends/TrainingPrecision.h"
+#include "runtime/train/LossScaler.h"
 
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
@@ -137,6 +138,7 @@ LayoutFlags::compileOptions(const pb::ModelSpec &spec) const {
   o.optimizer.grad_clip = t.grad_clip();
   o.fusion = !noFusion;
   o.precision = trainingPrecision(spec.training());
+  o.lossScaling = lossScalingOf(spec.training()).has_value();
   o.distributedOptimizer = distributedOptimizer;
   return o;
 }

@@ -1,14 +1,16 @@
-//===- PrecisionFlag.h - --precision f32|bf16|fp16 ------------------------===//
+//===- PrecisionFlag.h - --precision and the loss-scale flags -------------===//
 //
 // The training precision flag of compile, train and verify: it overrides
-// the spec's training.precision (docs/mixed-precision.md). `strata
-// estimate` has its own --precision (the number format of the hardware
-// model), so this one is registered per verb, not in LayoutFlags.
+// the spec's training.precision (docs/mixed-precision.md), and Megatron-LM's
+// loss-scale flags, which override the spec's training.loss_scale,
+// initial_loss_scale, min_loss_scale, loss_scale_window and hysteresis
+// (runtime/train/LossScaler.h). `strata estimate` has its own --precision
+// (the number format of the hardware model), so these are registered per
+// verb, not in LayoutFlags.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/Types.h"
 #include "proto/model_spec.pb.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -21,13 +23,16 @@ namespace strata {
 struct PrecisionFlag {
   explicit PrecisionFlag(llvm::cl::SubCommand &cmd);
 
-  /// Checks the flag and, when given, writes it into the spec's
-  /// training.precision.
-  llvm::Error apply(pb::ModelSpec &spec) const;
-  /// Checks the flag and, when given, writes its dtype into `precision`.
-  llvm::Error apply(DType &precision) const;
+  /// Checks the flags and writes those given into `training`; then checks
+  /// the loss scaling the result asks for.
+  llvm::Error apply(pb::Training &training) const;
+  llvm::Error apply(pb::ModelSpec &spec) const {
+    return apply(*spec.mutable_training());
+  }
 
   llvm::cl::opt<std::string> value;
+  llvm::cl::opt<double> lossScale, initialLossScale, minLossScale;
+  llvm::cl::opt<int64_t> lossScaleWindow, hysteresis;
 };
 
 } // namespace strata

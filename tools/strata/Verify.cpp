@@ -117,9 +117,10 @@ int runVerify() {
     return reportError(usage("--schedule: " + toString(sched.takeError())));
   o.parallel.schedule = *sched;
   o.parallel.recompute = *parseRecomputeMode(recomputeMode);
-  TrainOptions training = trainOptions(loaded->plan.model().training());
-  if (Error e = precision.apply(training.precision))
+  pb::Training trainingSpec = loaded->plan.model().training();
+  if (Error e = precision.apply(trainingSpec))
     return reportError(std::move(e));
+  TrainOptions training = trainOptions(trainingSpec);
   // A plan's layout unless flags choose one.
   if (!isSpecPath(input) && !given(tp) && !given(dp) && !given(sp) &&
       !given(pp)) {
