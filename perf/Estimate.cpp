@@ -2,6 +2,7 @@
 #include "perf/Estimate.h"
 
 #include "ir/Op.h"
+#include "passes/pipeline/GradReduction.h"
 #include "perf/OpTime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -157,7 +158,10 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   }
   for (size_t r = 0; r < p.optimizers.size(); ++r) {
     ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
-    sim.optimizer.push_back(lower.lower(p.optimizers[r], true, half));
+    // The in-place dp gradient reductions, costed before the update (their
+    // overlap with the backward is not modelled yet).
+    sim.optimizer.push_back(
+        lower.lower(withGradientReductions(p.optimizers[r]), true, half));
   }
   if (sim.forward.size() != size_t(p.schedule.numStages()) ||
       sim.optimizer.size() != size_t(p.schedule.pp))

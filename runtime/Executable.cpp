@@ -43,7 +43,8 @@ Executable::~Executable() {
 llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
                                 llvm::ArrayRef<void *> bound, void *workspace,
                                 std::vector<void *> &outputs,
-                                const LaunchContext &ctx) {
+                                const LaunchContext &ctx,
+                                llvm::function_ref<void(size_t)> afterNode) {
   if (inputs.size() != g_.inputs().size() ||
       (!bound.empty() && bound.size() != g_.outputs().size()))
     return err("@" + g_.name + " takes " + llvm::Twine(g_.inputs().size()) +
@@ -77,16 +78,19 @@ llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
   launch.module = module_.get();
   llvm::SmallVector<const void *, 8> ops;
   llvm::SmallVector<void *, 4> res;
-  for (const Node &n : g_.nodes()) {
-    if (n.op == OpKind::Reshape)
-      continue; // a view of its operand
-    ops.clear();
-    res.clear();
-    for (ValueId v : n.operands)
-      ops.push_back(ptr[v]);
-    for (ValueId v : n.results)
-      res.push_back(ptr[v]);
-    dev_.launch(g_, n, ops, res, launch);
+  for (size_t i = 0; i < g_.nodes().size(); ++i) {
+    const Node &n = g_.node(i);
+    if (n.op != OpKind::Reshape) { // else a view of its operand
+      ops.clear();
+      res.clear();
+      for (ValueId v : n.operands)
+        ops.push_back(ptr[v]);
+      for (ValueId v : n.results)
+        res.push_back(ptr[v]);
+      dev_.launch(g_, n, ops, res, launch);
+    }
+    if (afterNode)
+      afterNode(i);
   }
   // A bound output that lives elsewhere (an input, in the arena, a view).
   for (size_t o = 0; o < bound.size(); ++o) {
@@ -94,6 +98,8 @@ llvm::Error Executable::enqueue(llvm::ArrayRef<const void *> inputs,
     if (bound[o] && ptr[v] != bound[o])
       dev_.copy(bound[o], ptr[v], g_.type(v).bytes(), ctx.stream);
   }
+  if (afterNode)
+    afterNode(g_.nodes().size());
   outputs.clear();
   for (size_t o = 0; o < g_.outputs().size(); ++o)
     outputs.push_back(!bound.empty() && bound[o] ? bound[o]

@@ -22,6 +22,7 @@
 #include "runtime/Device.h"
 #include "runtime/HostTensor.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -51,10 +52,15 @@ public:
   /// arena, or the input it is); an output the plan keeps outside the arena
   /// must be bound. `workspace` null: the executable's own. `outputs`
   /// receives each output's buffer, valid once the stream reaches it and
-  /// until the next run on the same workspace.
+  /// until the next run on the same workspace. `afterNode(i)`, if given, is
+  /// called once node i's launch is enqueued (reshapes included), and with
+  /// i = the node count after the copies into bound outputs: work enqueued
+  /// then on ctx.stream, or after an event recorded there, sees node i done
+  /// (the trainer issues gradient reductions there, GradReducer.h).
   llvm::Error enqueue(llvm::ArrayRef<const void *> inputs,
                       llvm::ArrayRef<void *> bound, void *workspace,
-                      std::vector<void *> &outputs, const LaunchContext &ctx);
+                      std::vector<void *> &outputs, const LaunchContext &ctx,
+                      llvm::function_ref<void(size_t)> afterNode = {});
   /// enqueue, then waits for the device.
   llvm::Error run(llvm::ArrayRef<const void *> inputs,
                   llvm::ArrayRef<void *> bound, void *workspace,

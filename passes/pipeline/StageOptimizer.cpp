@@ -3,9 +3,20 @@
 //
 // The AdamW graph of the parameters a rank owns, built on their logical
 // (global) types and partitioned by spmd like the microbatch graph, so the
-// data-parallel gradient reduction and the norm's tp reductions come out of
-// propagation. Then the pipeline's additions: tied-parameter messages and
-// the all_reduce of the sum of squares over pp (PipelinePlan.h).
+// norm's tp reductions come out of propagation. Then the pipeline's
+// additions: tied-parameter messages and the all_reduce of the sum of
+// squares over pp (PipelinePlan.h).
+//
+// The data-parallel gradient reduction is not in the program: the runtime
+// reduces each gradient buffer in place over dp before the program runs
+// (runtime/parallel/GradReducer.h), in buckets that overlap the backward.
+// Each gradient input says how, as an attribute the plan keeps:
+// `dp_reduce="all_reduce"` (the input is the dp sum), or with ZeRO-1
+// `dp_reduce="reduce_scatter", dp_dim=D` (the input is this dp rank's shard
+// along D of the sum, which the reduce-scatter writes, packed, at offset
+// shard-index x shard-bytes of the gradient buffer, as Megatron's
+// distributed optimizer keeps its shard in its gradient buffer). So the
+// optimizer's workspace holds no copy of the gradients.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/pipeline/GraphCopy.h"
@@ -13,6 +24,8 @@
 #include "passes/spmd/CombineAllReduce.h"
 #include "passes/spmd/DistributedOptimizer.h"
 #include "passes/spmd/Partitioner.h"
+
+#include "llvm/ADT/StringMap.h"
 
 namespace strata::pipeline {
 
@@ -33,6 +46,45 @@ TensorType globalType(const Graph &g, ValueId v) {
   return t;
 }
 
+/// Marks a gradient input reduced over dp in place by the runtime (see the
+/// file comment): its sharding loses the pending dp sum or, with ZeRO-1,
+/// becomes its moments' dp split.
+void markReducedInPlace(Value &grad, const std::optional<Sharding> &zero) {
+  Sharding s = grad.sharding ? *grad.sharding
+                             : Sharding::replicated(grad.type.rank());
+  llvm::erase_value(s.partial, "dp");
+  grad.attrs.set("dp_reduce", std::string("all_reduce"));
+  if (zero)
+    for (size_t d = 0; d < zero->dims.size(); ++d)
+      if (llvm::is_contained(zero->dims[d], "dp")) {
+        s = *zero;
+        grad.attrs.set("dp_reduce", std::string("reduce_scatter"));
+        grad.attrs.set("dp_dim", int64_t(d));
+      }
+  grad.sharding = s;
+}
+
+/// After seedDataParallelOptimizer: every gradient input is reduced before
+/// the program runs (with ZeRO-1, to the split of its moments).
+void reduceGradientsInPlace(Graph &opt) {
+  llvm::StringMap<Sharding> moments;
+  for (ValueId v : opt.inputs()) {
+    llvm::StringRef name = opt.value(v).name;
+    if (name.consume_front("adam_m.") && opt.value(v).sharding)
+      moments[name] = *opt.value(v).sharding;
+  }
+  for (ValueId v : opt.inputs()) {
+    Value &in = opt.value(v);
+    llvm::StringRef name = in.name;
+    if (!name.consume_front("grad."))
+      continue;
+    auto it = moments.find(name);
+    markReducedInPlace(in, it == moments.end()
+                               ? std::nullopt
+                               : std::optional<Sharding>(it->second));
+  }
+}
+
 /// The AdamW graph of `owned`, partitioned when `micro` is: gradients
 /// partial over dp, and with `distributed` the ZeRO-1 layout
 /// (passes/spmd/DistributedOptimizer.h).
@@ -51,6 +103,8 @@ llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
     return opt;
   int64_t dp = opt.mesh ? opt.mesh->axisSize("dp") : 1;
   seedDataParallelOptimizer(opt, dp, distributed);
+  if (dp > 1)
+    reduceGradientsInPlace(opt);
   spmd::PartitionOptions po;
   po.keepPartial.clear();
   auto part = spmd::Partitioner(opt, po).run();
@@ -119,7 +173,23 @@ buildStageOptimizer(const Graph &micro, const std::optional<Mesh> &mesh,
       return err("tied parameter %" + micro.value(m.param).name +
                  " has no gradient output");
     GraphCopier gc(micro, out);
-    sent.push_back({&m, gc.addInput(g)});
+    ValueId in = gc.addInput(g);
+    if (mesh && mesh->axisSize("dp") > 1) {
+      // Reduced as the owner's optimizer takes it (with ZeRO-1 its dp
+      // shard, so the owner adds shard to shard): read off the parameter's
+      // own optimizer graph.
+      auto own = adamw(micro, {m.param}, config, distributed);
+      if (!own)
+        return own.takeError();
+      const Value &want = own->value(own->lookup(micro.value(g).name));
+      Value &got = out.value(in);
+      got.type = want.type;
+      got.sharding = want.sharding;
+      for (llvm::StringRef a : {"dp_reduce", "dp_dim"})
+        if (want.attrs.has(a))
+          got.attrs.set(a, *want.attrs.get(a));
+    }
+    sent.push_back({&m, in});
   }
   for (auto [m, g] : sent) {
     std::string scope = "optimizer." + micro.value(m->param).name;

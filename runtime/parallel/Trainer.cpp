@@ -242,6 +242,8 @@ llvm::Error Trainer::bind() {
                               writesInPlace(opt, opt.outputs()[o], in));
     }
     r->losses = DeviceBuffer(dev, TensorType{DType::F32, {M}});
+    if (auto e = bindGradReducer(*r))
+      return e;
     ranks_.push_back(std::move(r));
   }
   std::vector<std::vector<Instr>> streams = pp.schedule.ranks;
@@ -266,6 +268,11 @@ llvm::Error Trainer::connectGroups() {
                              &plan_->pipeline.stages[s].backward})
         programs.push_back(g);
     std::set<std::vector<std::string>> done;
+    if (r.reducer->reducesOverDp()) {
+      done.insert({"dp"});
+      if (auto c = group_.comms(l).group({"dp"}); !c)
+        return c.takeError();
+    }
     for (const Graph *g : programs)
       for (const Node &n : g->nodes()) {
         if (!isCollective(n.op) || !n.attrs.has("axes"))
@@ -427,6 +434,10 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
       ins.push_back((x.role == Role::LearningRate ? r.lr : r.stepCount).data());
       continue;
     }
+    if (x.role == Role::Gradient && r.reducer->optimizerInput(x.name)) {
+      ins.push_back(r.reducer->optimizerInput(x.name));
+      continue;
+    }
     auto *state = r.state(x.role);
     auto it =
         state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
@@ -568,8 +579,12 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
   // Enqueued, not waited for: the rank's programs follow each other on its
   // device's stream (with --trace each is waited for, so its row is the
   // device's time).
-  if (auto e = prog.enqueue(ins, bound, r.workspace, outs,
-                            group_.context(local, base)))
+  auto issueReady = [&](size_t node) {
+    r.reducer->afterNode(in.chunk, in.microbatch, node);
+  };
+  if (auto e = prog.enqueue(
+          ins, bound, r.workspace, outs, group_.context(local, base),
+          forward ? llvm::function_ref<void(size_t)>() : issueReady))
     return e;
   if (trace_)
     if (auto e = r.device->synchronize())
@@ -733,9 +748,17 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
     m.workspace = r->workspaceBytes;
     r->measuring = true;
   }
+  for (size_t l = 0; l < ranks_.size(); ++l)
+    ranks_[l]->reducer->beginStep(scaler_ ? 1 : M, group_.context(l, {}));
   auto run = [&]() -> llvm::Error {
     if (auto e = runStreams(streams, uint64_t(step_ * M), &stats, false,
                             &completed_))
+      return e;
+    // The dp reduction of what the backward did not issue (GradReducer.h).
+    if (auto e = group_.forEachRank([&](size_t l) {
+          ranks_[l]->reducer->finish();
+          return llvm::Error::success();
+        }))
       return e;
     auto loss = headLoss(M);
     if (!loss)
@@ -750,14 +773,9 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
       return stats.skipped ? llvm::Error::success()
                            : runStreams(opt, 0, &stats, false);
     }
-    for (auto &r : ranks_) {
-      if (M > 1)
-        for (auto &g : r->grads)
-          r->device->scale(g.second.data(), g.second.type().numElements(),
-                           1.0f / float(M));
+    for (auto &r : ranks_)
       if (auto e = r->device->synchronize())
         return e;
-    }
     return runStreams(opt, 0, &stats, false);
   };
   llvm::Error ran = run();

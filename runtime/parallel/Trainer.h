@@ -172,6 +172,9 @@ private:
   /// Zeroes every rank's gradient buffers on its stream: the B programs
   /// accumulate into them.
   void zeroGradients();
+  /// Makes r's GradReducer, which lays out its gradient buffers in buckets
+  /// (runtime/parallel/GradReducerBind.cpp).
+  llvm::Error bindGradReducer(RankState &r);
   // Loss scaling (runtime/train/LossScaling.cpp).
   /// Checks the plan takes a loss scale iff the run scales; allocates r's
   /// %loss_scale input.

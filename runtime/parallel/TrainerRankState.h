@@ -9,6 +9,7 @@
 
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Executable.h"
+#include "runtime/parallel/GradReducer.h"
 #include "runtime/parallel/Trainer.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -37,6 +38,8 @@ struct Trainer::RankState {
   DeviceBuffer lossScale;
   HostTensor lossScaleHost;
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
+  /// Lays `grads` out in buckets and reduces them over dp in place.
+  std::unique_ptr<GradReducer> reducer;
   /// Per optimizer output: whether it is written over the state it
   /// replaces; else into its staging buffer, then copied.
   std::vector<bool> optInPlace;

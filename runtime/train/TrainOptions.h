@@ -7,6 +7,7 @@
 #pragma once
 
 #include "passes/optimizer/OptimizerGraph.h"
+#include "runtime/parallel/GradReduceOptions.h"
 #include "runtime/train/LRSchedule.h"
 #include "runtime/train/LossScaler.h"
 
@@ -27,6 +28,9 @@ struct TrainOptions {
   bool fusion = false;
   /// F32, or BF16 / F16: mixed precision (passes/precision).
   DType precision = DType::F32;
+  /// The data-parallel gradient reduction's buckets and overlap
+  /// (runtime/parallel/GradReducer.h).
+  GradReduceOptions gradReduce;
   /// Loss scaling (runtime/train/LossScaler.h): the programs take the scale
   /// as an input; a step whose gradients hold inf / nan is skipped.
   std::optional<LossScalerConfig> lossScaling;

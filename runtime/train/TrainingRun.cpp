@@ -204,6 +204,7 @@ static llvm::Error train(const RunOptions &opts, llvm::raw_ostream &os,
   evalCfg.dropout = 0;
   TrainOptions trainOpts = trainOptions(tr);
   trainOpts.fusion = opts.fusion;
+  trainOpts.gradReduce = opts.gradReduce;
   DeviceGroupOptions devices;
   devices.backend = opts.device;
   auto session =

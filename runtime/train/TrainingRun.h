@@ -54,6 +54,7 @@ struct RunOptions {
   int64_t logEvery = 10;    // steps between progress lines without a bar
   ParallelConfig parallel;  // tp x dp CPU devices (1 x 1: serial)
   bool fusion = false;      // fused kernels (TrainOptions::fusion)
+  GradReduceOptions gradReduce; // TrainOptions::gradReduce
   Backend device =
       Backend::Cpu; // what the devices are (runtime/parallel/Backend.h)
   /// Where notes on the run's inputs go (the driver's `strata train: note:`);

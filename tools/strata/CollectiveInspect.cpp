@@ -2,6 +2,7 @@
 //---------===//
 #include "tools/strata/CollectiveInspect.h"
 
+#include "passes/pipeline/GradReduction.h"
 #include "proto/GraphProto.h"
 #include "tools/strata/PipelineInspect.h"
 
@@ -30,9 +31,17 @@ llvm::Expected<std::vector<CollectiveUse>> planCollectives(const pb::Plan &plan,
     if (auto e = add(stageLabel(plan, s, "B"), s.backward(), microbatches))
       return e;
   }
-  if (rank < plan.pipeline().optimizers_size())
+  if (rank < plan.pipeline().optimizers_size()) {
+    // The dp reductions the runtime makes in place before the optimizer,
+    // overlapping the backward (runtime/parallel/GradReducer.h).
+    auto opt = graphFromProto(plan.pipeline().optimizers(rank));
+    if (!opt)
+      return opt.takeError();
+    listCollectives(gradientReductions(*opt), "gradients (overlap B)", 1,
+                    uses);
     if (auto e = add("optimizer", plan.pipeline().optimizers(rank), 1))
       return e;
+  }
   return uses;
 }
 

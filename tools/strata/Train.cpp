@@ -18,6 +18,7 @@
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/PipelineProto.h"
+#include "tools/strata/GradReduceFlags.h"
 #include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
@@ -74,6 +75,7 @@ cl::opt<bool> overwrite(
     cl::desc("Replace the previous run in --out (its checkpoint and metrics)"),
     cl::sub(trainCmd), cl::cat(cat));
 PrecisionFlag precision(trainCmd);
+GradReduceFlags gradReduce(trainCmd);
 
 cl::opt<std::string> device(
     "device",
@@ -457,6 +459,10 @@ Expected<RunOptions> buildOptions() {
                                      t.grad_accum(), s.layers()))
       return std::move(e);
   o.fusion = !noFusion;
+  auto reduce = gradReduce.options();
+  if (!reduce)
+    return usage(toString(reduce.takeError()));
+  o.gradReduce = *reduce;
   if (!isSpecPath(input))
     if (Error e = usePlanPrograms(loaded->plan, o, t.grad_accum()))
       return e;

@@ -15,6 +15,7 @@
 #include "tools/strata/BatchFlags.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
+#include "tools/strata/GradReduceFlags.h"
 #include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
@@ -77,6 +78,7 @@ cl::opt<double> dropout("dropout",
                         cl::sub(verifyCmd), cl::cat(cat));
 BatchFlags batch(verifyCmd);
 PrecisionFlag precision(verifyCmd);
+GradReduceFlags gradReduce(verifyCmd);
 
 cl::opt<std::string> device(
     "device",
@@ -121,6 +123,10 @@ int runVerify() {
   if (Error e = precision.apply(trainingSpec))
     return reportError(std::move(e));
   TrainOptions training = trainOptions(trainingSpec);
+  auto reduce = gradReduce.options();
+  if (!reduce)
+    return reportError(usage(toString(reduce.takeError())));
+  training.gradReduce = *reduce;
   // A plan's layout unless flags choose one.
   if (!isSpecPath(input) && !given(tp) && !given(dp) && !given(sp) &&
       !given(pp)) {

@@ -1,0 +1,29 @@
+//===- GradReduction.h - The dp gradient reductions an optimizer implies --===//
+//
+// An optimizer program whose gradient inputs carry `dp_reduce`
+// (StageOptimizer.cpp) takes them already reduced over dp: the runtime
+// reduces each gradient buffer in place, in buckets overlapping the
+// backward (runtime/parallel/GradReducer.h). These functions spell those
+// reductions out as IR for the tools that count collectives:
+// `inspect --collectives` lists them, `estimate` costs them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Graph.h"
+
+namespace strata {
+
+/// One node per reduced gradient input of `opt`: all_reduce over dp, or
+/// reduce_scatter over dp along `dp_dim` (ZeRO-1), on the gradient's
+/// unreduced local type, with the provenance inserted collectives carry.
+/// Empty (no nodes) when nothing is reduced.
+Graph gradientReductions(const Graph &opt);
+
+/// `opt` with the reductions in front: each reduced gradient input becomes
+/// an input of the unreduced type followed by its reduction, whose result
+/// the program reads. The program as it would run if the reductions were
+/// not overlapped (what `estimate` costs).
+Graph withGradientReductions(const Graph &opt);
+
+} // namespace strata

@@ -1,0 +1,22 @@
+//===- GradReduceOptions.h - How gradients are reduced over dp -------------===//
+//
+// The trainer's options for the data-parallel gradient reduction
+// (runtime/parallel/GradReducer.h): `--dp-bucket-mb` and
+// `--overlap-grad-reduce` of train and verify.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace strata {
+
+struct GradReduceOptions {
+  /// Gradient bytes per bucket: Megatron's bucket_size, 40M f32 elements.
+  int64_t bucketBytes = int64_t(40'000'000) * 4;
+  /// Issue each bucket during the backward, once its gradients are final
+  /// (Megatron's overlap_grad_reduce); else all after the backward.
+  bool overlap = true;
+};
+
+} // namespace strata

@@ -1,0 +1,307 @@
+//===- GradReducer.cpp - Data-parallel gradient reduction, in place --------===//
+#include "runtime/parallel/GradReducer.h"
+
+#include "ir/Op.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <limits>
+
+namespace strata {
+
+namespace {
+llvm::Error err(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// Offsets in a bucket are multiples of this many bytes (vector loads).
+constexpr int64_t kAlign = 256;
+
+/// Where in the step a gradient is final: after node `node` of the last
+/// microbatch's backward of `chunk`, the stream's instruction `pos`.
+struct Ready {
+  int64_t pos = std::numeric_limits<int64_t>::max(); // max: after the step
+  int64_t chunk = -1;
+  size_t node = 0;
+  bool operator<(const Ready &o) const {
+    return std::tie(pos, node) < std::tie(o.pos, o.node);
+  }
+};
+
+enum class Kind { AllReduce, ReduceScatter, None };
+
+struct Member {
+  std::string name;
+  TensorType type;
+  Kind kind = Kind::None;
+  int64_t dim = 0;    // reduce_scatter's
+  int64_t offset = 0; // bytes into the bucket
+  Ready ready;
+};
+
+/// The node index after which `out` (an output of `g`) is written for good:
+/// its defining node, or the program's end when the output is a view, an
+/// input, or read again later.
+size_t finalNode(const Graph &g, ValueId out) {
+  int32_t d = g.value(out).defNode;
+  if (d < 0 || g.node(d).op == OpKind::Reshape)
+    return g.nodes().size();
+  for (size_t i = d + 1; i < g.nodes().size(); ++i)
+    if (llvm::is_contained(g.node(i).operands, out))
+      return g.nodes().size();
+  return size_t(d);
+}
+
+bool usesDp(const Graph &g) {
+  for (const Node &n : g.nodes())
+    if (isCollective(n.op) && n.attrs.has("axes") &&
+        llvm::is_contained(n.attrs.getStrings("axes"), "dp"))
+      return true;
+  return false;
+}
+
+Attrs reductionAttrs(llvm::StringRef src, size_t bucket) {
+  return {{"axes", StrList{"dp"}},
+          {"reason", "data-parallel gradient reduction in place, bucket " +
+                         std::to_string(bucket)},
+          {"src", "optimizer." + src.str()}};
+}
+} // namespace
+
+struct GradReducer::Bucket {
+  DeviceBuffer buffer;
+  int64_t bytes = 0;
+  int64_t scaled = 0; // f32 elements x *= 1/M covers (the whole bucket)
+  Ready ready;
+  Graph graph; // its collectives
+  struct Launch {
+    int32_t node;
+    const void *in;
+    void *out;
+  };
+  std::vector<Launch> launches;
+  std::unique_ptr<Event> event;
+};
+
+GradReducer::GradReducer(Device &device) : dev_(device) {}
+GradReducer::~GradReducer() = default;
+
+llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
+    Device &device, llvm::StringMap<DeviceBuffer> &grads, const Graph &opt,
+    const ProgramBindings &optBindings, llvm::ArrayRef<ChunkPrograms> chunks,
+    llvm::ArrayRef<Instr> stream, int64_t dpIndex, int64_t dpSize,
+    const GradReduceOptions &options) {
+  std::unique_ptr<GradReducer> r(new GradReducer(device));
+  // Each chunk's last backward in the step.
+  std::vector<int64_t> lastPos(chunks.size(), -1);
+  r->lastMicrobatch_.assign(chunks.size(), -1);
+  for (size_t i = 0; i < stream.size(); ++i)
+    if (stream[i].kind == Instr::Backward &&
+        size_t(stream[i].chunk) < chunks.size()) {
+      lastPos[stream[i].chunk] = int64_t(i);
+      r->lastMicrobatch_[stream[i].chunk] = stream[i].microbatch;
+    }
+  // By name, so ties keep one order on every rank.
+  std::vector<Member> members;
+  for (const auto &e : grads) {
+    const TensorType &t = e.getValue().type();
+    if (t.dtype != DType::F32)
+      return err("the gradient of %" + e.getKey() + " is " + t.str() +
+                 ": gradient buffers are f32");
+    members.emplace_back();
+    members.back().name = e.getKey().str();
+    members.back().type = t;
+  }
+  llvm::sort(members, [](const Member &a, const Member &b) {
+    return a.name < b.name;
+  });
+  llvm::StringMap<size_t> index;
+  for (size_t i = 0; i < members.size(); ++i)
+    index[members[i].name] = i;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const Graph &b = *chunks[c].backward;
+    const ProgramBindings &bb = *chunks[c].backwardBindings;
+    for (size_t o = 0; o < bb.outputs.size(); ++o) {
+      auto it = index.find(bb.outputs[o].name);
+      if (bb.outputs[o].role != Role::Gradient || it == index.end() ||
+          lastPos[c] < 0)
+        continue;
+      Ready at{lastPos[c], int64_t(c), finalNode(b, b.outputs()[o])};
+      Member &m = members[it->second];
+      if (m.ready.chunk < 0 || m.ready < at)
+        m.ready = at;
+    }
+  }
+  // How the optimizer program takes each gradient.
+  for (size_t i = 0; i < optBindings.inputs.size(); ++i) {
+    const Binding &x = optBindings.inputs[i];
+    auto it = index.find(x.name);
+    if (x.role != Role::Gradient || it == index.end())
+      continue;
+    const Value &in = opt.value(opt.inputs()[i]);
+    Member &m = members[it->second];
+    std::string how = in.attrs.getString("dp_reduce");
+    if (how.empty() || dpSize == 1)
+      continue;
+    if (how == "all_reduce") {
+      m.kind = Kind::AllReduce;
+      continue;
+    }
+    int64_t d = in.attrs.getInt("dp_dim", -1);
+    TensorType shard = m.type;
+    if (how != "reduce_scatter" || d < 0 || d >= shard.rank() ||
+        shard.shape[d] % dpSize)
+      return err("@" + opt.name + ": input %" + in.name +
+                 " asks for an unknown gradient reduction (dp_reduce=\"" +
+                 how + "\", dp_dim=" + llvm::Twine(d) + ")");
+    shard.shape[d] /= dpSize;
+    if (shard != in.type)
+      return err("@" + opt.name + ": input %" + in.name + " is " +
+                 in.type.str() + ", not the dp shard " + shard.str() +
+                 " of its gradient " + m.type.str());
+    m.kind = Kind::ReduceScatter;
+    m.dim = d;
+  }
+  // Buckets in the order the gradients become final.
+  std::vector<size_t> order(members.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return members[a].ready < members[b].ready;
+  });
+  std::vector<std::vector<size_t>> groups;
+  int64_t open = 0;
+  for (size_t i : order) {
+    if (groups.empty() || open >= options.bucketBytes) {
+      groups.emplace_back();
+      open = 0;
+    }
+    groups.back().push_back(i);
+    open += members[i].type.bytes();
+  }
+  bool anyDp = false;
+  for (auto &group : groups) {
+    auto b = std::make_unique<Bucket>();
+    // All-reduced first (one call over their range), then reduce-scattered.
+    llvm::stable_sort(group, [&](size_t x, size_t y) {
+      return int(members[x].kind) < int(members[y].kind);
+    });
+    int64_t allReduced = 0;
+    for (size_t i : group) {
+      Member &m = members[i];
+      m.offset = b->bytes;
+      b->bytes += llvm::alignTo(m.type.bytes(), kAlign);
+      if (m.kind == Kind::AllReduce)
+        allReduced = b->bytes;
+      if (i == group.front() || b->ready < m.ready)
+        b->ready = m.ready;
+    }
+    b->buffer = DeviceBuffer(device, TensorType{DType::F32, {b->bytes / 4}});
+    b->scaled = b->bytes / 4;
+    device.fill(b->buffer.data(), b->bytes, 0);
+    char *base = static_cast<char *>(b->buffer.data());
+    b->graph.name = "dp_reduce_bucket" + std::to_string(r->buckets_.size());
+    b->graph.mesh = opt.mesh;
+    if (allReduced) {
+      TensorType t{DType::F32, {allReduced / 4}};
+      ValueId in = b->graph.addInput("grads", t);
+      Attrs a = reductionAttrs(members[group.front()].name, r->buckets_.size());
+      a.set("reduce", std::string("sum"));
+      int32_t n = b->graph.addNode(OpKind::AllReduce, {in}, {t}, a, "optimizer",
+                                   {"grads.reduced"});
+      b->launches.push_back({n, base, base});
+    }
+    for (size_t i : group) {
+      Member &m = members[i];
+      char *at = base + m.offset;
+      r->optInputs_[m.name] = at;
+      if (m.kind != Kind::ReduceScatter)
+        continue;
+      TensorType shard = m.type;
+      shard.shape[m.dim] /= dpSize;
+      ValueId in = b->graph.addInput("grad." + m.name, m.type);
+      Attrs a = reductionAttrs(m.name, r->buckets_.size());
+      a.set("dim", m.dim);
+      int32_t n = b->graph.addNode(OpKind::ReduceScatter, {in}, {shard}, a,
+                                   "optimizer." + m.name,
+                                   {"grad." + m.name + ".shard"});
+      char *out = at + dpIndex * shard.bytes();
+      b->launches.push_back({n, at, out});
+      r->optInputs_[m.name] = out;
+    }
+    anyDp |= !b->launches.empty();
+    for (size_t i : group)
+      grads[members[i].name] =
+          DeviceBuffer::view(device, members[i].type, base + members[i].offset);
+    b->event = device.createEvent();
+    r->buckets_.push_back(std::move(b));
+  }
+  r->overlap_ = options.overlap && anyDp;
+  if (r->overlap_)
+    for (const ChunkPrograms &c : chunks)
+      for (const Graph *g : {c.forward, c.backward})
+        if (g && usesDp(*g))
+          r->overlap_ = false;
+  if (anyDp)
+    r->stream_ = device.createStream();
+  r->done_ = device.createEvent();
+  return r;
+}
+
+bool GradReducer::reducesOverDp() const {
+  for (const auto &b : buckets_)
+    if (!b->launches.empty())
+      return true;
+  return false;
+}
+
+std::vector<int64_t> GradReducer::bucketBytes() const {
+  std::vector<int64_t> out;
+  for (const auto &b : buckets_)
+    out.push_back(b->bytes);
+  return out;
+}
+
+void GradReducer::beginStep(int64_t microbatches, const LaunchContext &ctx) {
+  microbatches_ = microbatches;
+  ctx_ = ctx;
+  next_ = 0;
+  armed_ = overlap_;
+}
+
+void GradReducer::afterNode(int64_t chunk, int64_t microbatch, size_t node) {
+  if (!armed_ || chunk < 0 || size_t(chunk) >= lastMicrobatch_.size() ||
+      lastMicrobatch_[chunk] != microbatch)
+    return;
+  while (next_ < buckets_.size() && buckets_[next_]->ready.chunk == chunk &&
+         buckets_[next_]->ready.node == node)
+    issue(*buckets_[next_++]);
+}
+
+void GradReducer::issue(Bucket &b) {
+  // The reduction stream starts where the compute stream is now.
+  dev_.record(*b.event, kDefaultStream);
+  dev_.wait(stream_, *b.event);
+  if (microbatches_ > 1)
+    dev_.scale(b.buffer.data(), b.scaled, 1.0f / float(microbatches_),
+               stream_);
+  LaunchContext c = ctx_;
+  c.stream = stream_;
+  for (const Bucket::Launch &l : b.launches)
+    dev_.launch(b.graph, b.graph.node(l.node), {l.in}, {l.out}, c);
+}
+
+void GradReducer::finish() {
+  while (next_ < buckets_.size())
+    issue(*buckets_[next_++]);
+  armed_ = false;
+  dev_.record(*done_, stream_);
+  dev_.wait(kDefaultStream, *done_);
+}
+
+const void *GradReducer::optimizerInput(llvm::StringRef name) const {
+  auto it = optInputs_.find(name);
+  return it == optInputs_.end() ? nullptr : it->second;
+}
+
+} // namespace strata
