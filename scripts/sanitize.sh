@@ -4,7 +4,9 @@
 # them: a memory error, a leak or undefined behaviour fails its test. Prints
 # ctest's summary and each sanitizer report found in the test output.
 #   scripts/sanitize.sh [ctest args]
-# Environment: SANITIZE_JOBS (ninja -j, default 2), STRATA_BUILD_LOCK (a
+# Environment: SANITIZE_TARGETS (build only these, in this order, e.g.
+# "strata cli_test run_safety_test"; pass ctest a matching -L/-R), SANITIZE_JOBS
+# (ninja -j, default 2), STRATA_BUILD_LOCK (a
 # file to flock around the build, on a shared machine: it is taken once per
 # executable target, so other builds can run between them).
 # Build type Sanitize (-O1 -g1): ASan's recommended optimization level, with
@@ -27,8 +29,13 @@ build() {
   ninja -C $build -k 0 -j "${SANITIZE_JOBS:-2}" "$@" >>$build/build.log 2>&1 || build_rc=$?
 }
 : >$build/build.log
+if [ -n "${SANITIZE_TARGETS:-}" ]; then
+  targets=$SANITIZE_TARGETS
+else
+  targets=$(ninja -C $build -t targets all | sed -n 's/: CXX_EXECUTABLE_LINKER.*//p')
+fi
 if [ -n "${STRATA_BUILD_LOCK:-}" ]; then
-  for t in $(ninja -C $build -t targets all | sed -n 's/: CXX_EXECUTABLE_LINKER.*//p'); do
+  for t in $targets; do
     build_rc_before=$build_rc
     exec 9>"$STRATA_BUILD_LOCK"
     flock 9
@@ -36,12 +43,14 @@ if [ -n "${STRATA_BUILD_LOCK:-}" ]; then
     exec 9>&-
     if [ "$build_rc" -ne "$build_rc_before" ]; then echo "sanitize: $t failed to build"; fi
   done
-  exec 9>"$STRATA_BUILD_LOCK"
-  flock 9
-  build # what is left (custom targets)
-  exec 9>&-
+  if [ -z "${SANITIZE_TARGETS:-}" ]; then
+    exec 9>"$STRATA_BUILD_LOCK"
+    flock 9
+    build # what is left (custom targets)
+    exec 9>&-
+  fi
 else
-  build
+  build ${SANITIZE_TARGETS:-}
 fi
 echo "sanitize: built in $((SECONDS - start)) s (rc $build_rc, log: $build/build.log)"
 grep -E "^FAILED:" $build/build.log || true

@@ -62,12 +62,12 @@ public:
   void wait(const std::vector<std::string> &keys) override;
   void wait(const std::vector<std::string> &keys,
             const std::chrono::milliseconds &timeout) override;
+  /// One get round trip: the value, or nothing if the key is absent.
+  bool tryGet(const std::string &key, std::vector<char> &value);
 
 private:
   TcpStore(int fd, std::chrono::milliseconds timeout)
       : fd_(fd), timeout_(timeout) {}
-  /// One get round trip: the value, or nothing if the key is absent.
-  bool tryGet(const std::string &key, std::vector<char> &value);
 
   int fd_;
   std::chrono::milliseconds timeout_;

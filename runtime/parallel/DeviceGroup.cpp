@@ -159,6 +159,16 @@ DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
   std::unique_ptr<DeviceGroup> g(new DeviceGroup());
   g->mesh_ = mesh;
   g->rendezvous_ = std::move(*rdv);
+  // Ranks watch each other: a stopped one ends the job within the heartbeat
+  // timeout, started by strata launch or not (runtime/comm/Heartbeat.h).
+  auto beatOptions = StoreHeartbeatOptions::fromEnvironment();
+  if (!beatOptions)
+    return beatOptions.takeError();
+  auto heartbeat = StoreHeartbeat::start(env.masterAddr, env.masterPort,
+                                         env.rank, env.worldSize, *beatOptions);
+  if (!heartbeat)
+    return heartbeat.takeError();
+  g->heartbeat_ = std::move(*heartbeat);
   auto device = makeDevice(options.backend, env.rank, env.localRank);
   if (!device)
     return device.takeError();

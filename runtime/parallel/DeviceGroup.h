@@ -25,6 +25,7 @@
 #include "runtime/Device.h"
 #include "runtime/HostTensor.h"
 #include "runtime/comm/Communicator.h"
+#include "runtime/comm/Heartbeat.h"
 #include "runtime/parallel/Backend.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -115,6 +116,7 @@ private:
 
   Mesh mesh_;
   std::shared_ptr<GlooRendezvous> rendezvous_;
+  std::unique_ptr<StoreHeartbeat> heartbeat_; // a multi-process job's watchdog
   std::vector<Rank> ranks_;
   std::string failed_; // why the group is unusable, once a rank failed
 };

@@ -7,7 +7,7 @@
 // under `strata launch`), --out is never silently reused, a resume drops the
 // metrics written after its checkpoint and names the spec fields it cannot
 // change, impossible models and layouts fail before anything is allocated,
-// and a stopped rank of a launched job ends the job.
+// and a stopped rank ends the job, under `strata launch` or without it.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/io/Checkpoint.h"
@@ -21,6 +21,11 @@
 #include "llvm/Support/Program.h"
 
 #include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -409,6 +414,96 @@ TEST_F(RunSafety, StoppedRankEndsTheLaunchedJob) {
                         "stopping every rank")))
       << r.err;
 }
+
+// Ranks started without `strata launch` (as torchrun or srun start them)
+// watch each other through the rendezvous store (runtime/comm/Heartbeat.h).
+// A rank stopped with SIGSTOP once training runs is named by its peer
+// within STRATA_HEARTBEAT_TIMEOUT, long before the collectives' own timeout
+// (300 s), and every rank exits: the peer at once, the stopped rank once it
+// runs again and finds its peer gone. Stopping rank 1 exercises the
+// neighbour's watch, stopping rank 0 the store that stops answering.
+class StoppedRankWithoutLaunch : public RunSafety,
+                                 public ::testing::WithParamInterface<int> {
+protected:
+  /// A free TCP port on the loopback interface.
+  static int freePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
+      port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+  }
+};
+
+TEST_P(StoppedRankWithoutLaunch, PeerNamesItAndEveryRankExits) {
+  const int stopped = GetParam(), peer = 1 - stopped;
+  spec();
+  std::vector<std::string> args =
+      train({"--tp", "2", "--steps", "100000", "--log-every", "1"});
+  args.insert(args.begin(), STRATA_BIN);
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  int port = freePort();
+  ASSERT_GT(port, 0);
+  llvm::sys::ProcessInfo pi[2];
+  std::string errFile[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> env;
+    for (char **e = environ; *e; ++e)
+      env.push_back(*e);
+    for (std::string v : std::vector<std::string>{
+             "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+             "STRATA_HEARTBEAT_TIMEOUT=5", "RANK=" + std::to_string(rank),
+             "LOCAL_RANK=" + std::to_string(rank),
+             "MASTER_PORT=" + std::to_string(port)})
+      env.push_back(v);
+    std::vector<llvm::StringRef> envp(env.begin(), env.end());
+    errFile[rank] = dir_.path("stderr" + std::to_string(rank));
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::StringRef("/dev/null"), llvm::StringRef("/dev/null"),
+        llvm::StringRef(errFile[rank])};
+    pi[rank] = llvm::sys::ExecuteNoWait(
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    ASSERT_GT(pi[rank].Pid, 0);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  while (lossSteps().size() < 2 && since(t0) < 90)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(lossSteps().size(), 2u) << read(errFile[0]) << read(errFile[1]);
+  ::kill(pi[stopped].Pid, SIGSTOP);
+  auto stoppedAt = std::chrono::steady_clock::now();
+  pi[peer] = llvm::sys::Wait(pi[peer], /*SecondsToWait=*/120,
+                             /*WaitUntilTerminates=*/false);
+  double detectedAfter = since(stoppedAt);
+  ::kill(pi[stopped].Pid, SIGCONT);
+  pi[stopped] = llvm::sys::Wait(pi[stopped], /*SecondsToWait=*/60,
+                                /*WaitUntilTerminates=*/false);
+  if (pi[stopped].ReturnCode == -2) // still running: do not leave it behind
+    ::kill(pi[stopped].Pid, SIGKILL);
+  // 5 s of silence, plus a beat and a busy machine (sanitizers, 2 cores).
+  EXPECT_LT(detectedAfter, 20);
+  EXPECT_EQ(pi[peer].ReturnCode, 1);
+  EXPECT_NE(pi[stopped].ReturnCode, 0);
+  EXPECT_NE(pi[stopped].ReturnCode, -2) << "the stopped rank did not exit";
+  std::string why =
+      stopped == 1
+          ? "rank 1 sent no heartbeat for 5 s \\(stopped or hung; seen by "
+            "rank 0\\); stopping this rank"
+          : "rank 0 \\(the host of the rendezvous store\\) did not answer "
+            "for 5 s \\(stopped or hung; seen by rank 1\\); stopping this "
+            "rank";
+  EXPECT_TRUE(std::regex_search(read(errFile[peer]),
+                                std::regex("strata train: error: " + why)))
+      << read(errFile[peer]);
+}
+
+INSTANTIATE_TEST_SUITE_P(RunSafety, StoppedRankWithoutLaunch,
+                         ::testing::Values(1, 0));
 
 } // namespace
 } // namespace strata

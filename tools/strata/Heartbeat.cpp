@@ -2,7 +2,11 @@
 //-----------===//
 #include "tools/strata/Heartbeat.h"
 
+#include "runtime/comm/Heartbeat.h"
+#include "tools/strata/Verb.h"
+
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
 #include <csignal>
@@ -14,6 +18,13 @@
 namespace strata {
 
 void startHeartbeatFromEnvironment() {
+  // A peer found stalled by the ranks' own watchdog ends this rank with the
+  // driver's error form.
+  setStallHandler([](const std::string &message) {
+    reportError(message);
+    llvm::errs().flush();
+    _exit(kExitUserError);
+  });
   const char *var = std::getenv(kHeartbeatFdVar);
   int fd;
   if (!var || llvm::StringRef(var).getAsInteger(10, fd) || fd < 0)

@@ -19,6 +19,7 @@
 // (runtime/comm/SlurmEnv.h).
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/comm/Heartbeat.h"
 #include "runtime/comm/SlurmEnv.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/Heartbeat.h"
@@ -77,7 +78,8 @@ cl::opt<double> heartbeatTimeout(
     "heartbeat-timeout",
     cl::desc("Seconds without a heartbeat after which a strata rank counts as "
              "stopped or hung and the job ends"),
-    cl::init(60), cl::sub(launchCmd), cl::cat(cat));
+    cl::init(kDefaultHeartbeatTimeoutSeconds), cl::sub(launchCmd),
+    cl::cat(cat));
 cl::list<std::string> command(cl::Positional, cl::OneOrMore,
                               cl::desc("-- <command> [args...]"),
                               cl::sub(launchCmd), cl::cat(cat));
@@ -166,8 +168,7 @@ void flushLines(std::string &buf, int rank, raw_ostream &os, bool eof) {
     argv.push_back(a.data());
   argv.push_back(nullptr);
   execvp(argv[0], argv.data());
-  fprintf(stderr, "strata launch: error: cannot run '%s': %s\n", argv[0],
-          strerror(errno));
+  reportError(Twine("cannot run '") + argv[0] + "': " + strerror(errno));
   _exit(127);
 }
 
@@ -363,10 +364,11 @@ int runLaunch() {
     }
     if (!stopping)
       if (int r = silentRank(children); r >= 0) {
-        errs() << "strata launch: error: rank " << r << " (pid "
-               << children[r].pid << ") sent no heartbeat for "
-               << format("%g", double(heartbeatTimeout))
-               << " s (stopped or hung); stopping every rank\n";
+        std::string timeout;
+        raw_string_ostream(timeout) << format("%g", double(heartbeatTimeout));
+        reportError("rank " + Twine(r) + " (pid " + Twine(children[r].pid) +
+                    ") sent no heartbeat for " + timeout +
+                    " s (stopped or hung); stopping every rank");
         firstFailure = r;
         failureCode = kExitUserError;
         stalled = true;
@@ -384,9 +386,8 @@ int runLaunch() {
   if (stalled)
     return failureCode;
   if (firstFailure >= 0) {
-    errs() << "strata launch: error: rank " << firstFailure
-           << " exited with code " << failureCode
-           << "; stopped the other ranks\n";
+    reportError("rank " + Twine(firstFailure) + " exited with code " +
+                Twine(failureCode) + "; stopped the other ranks");
     return failureCode;
   }
   if (interrupted) {
