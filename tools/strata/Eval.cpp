@@ -62,10 +62,7 @@ cl::opt<std::string> inputIds("input-ids",
                               cl::value_desc("1,2,3"), cl::sub(evalCmd),
                               cl::cat(cat));
 
-Error fail(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata eval: error: " + msg);
-}
+Error fail(const Twine &msg) { return usageError(msg); }
 
 Error dumpLogitsOf(LogitsModel &model) {
   std::vector<int32_t> ids;

@@ -45,10 +45,7 @@ cl::opt<std::string>
                           "or GB suffix (powers of 1000)"),
                  cl::init("5GB"), cl::sub(exportCmd), cl::cat(cat));
 
-Error fail(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata export-hf: error: " + msg);
-}
+Error fail(const Twine &msg) { return usageError(msg); }
 
 std::string join(StringRef dir, StringRef name) {
   SmallString<256> p(dir);
@@ -111,7 +108,7 @@ Error exportModel() {
       return fail(ckptPath + ": " + toString(files.takeError()));
   }
   for (const std::string &w : tokFiles.warnings)
-    errs() << "strata export-hf: warning: " << ckptPath << ": " << w << "\n";
+    reportWarning(ckptPath + ": " + w);
   if (Error e = writeDirectoryAtomically(outDir, [&](StringRef dir) -> Error {
         if (Error e = writeSafetensorsModel(dir, *weights, maxShard))
           return e;

@@ -59,10 +59,7 @@ cl::opt<int64_t>
                     "position table (default: max_position_embeddings)"),
            cl::init(0), cl::sub(importCmd), cl::cat(cat));
 
-Error fail(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata import-hf: error: " + msg);
-}
+Error fail(const Twine &msg) { return usageError(msg); }
 
 std::string join(StringRef dir, StringRef name) {
   SmallString<256> p(dir);
@@ -80,13 +77,9 @@ Expected<std::optional<Tokenizer>> readTokenizer(int64_t vocab) {
     if (!sys::fs::exists(path))
       continue;
     auto t = Tokenizer::fromFile(path);
-    if (!t) {
-      std::string msg = toString(t.takeError());
-      if (size_t at = msg.find(": error: "); at != std::string::npos)
-        msg.erase(at, 7); // "<file>: error: what" -> "<file>: what"
-      return fail(msg +
+    if (!t) // "<file>: error: what" reads "<file>: what" (reportError)
+      return fail(toString(t.takeError()) +
                   " (pass --no-tokenizer to import the model without it)");
-    }
     if (t->vocabSize() > vocab)
       return fail(path + ": the tokenizer has " + Twine(t->vocabSize()) +
                   " tokens, more than config.json's vocab_size " +
@@ -116,7 +109,7 @@ Error importModel() {
   if (!hf)
     return fail(toString(hf.takeError()));
   for (const std::string &w : hf->warnings)
-    errs() << "strata import-hf: warning: " << configPath << ": " << w << "\n";
+    reportWarning(configPath + ": " + w);
 
   auto model = SafetensorsModel::open(inDir);
   if (!model)

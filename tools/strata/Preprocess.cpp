@@ -54,10 +54,7 @@ cl::opt<int>
             cl::desc("Tokenizing threads (the output does not depend on it)"),
             cl::init(1), cl::sub(preprocessCmd), cl::cat(cat));
 
-Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata preprocess: error: " + msg);
-}
+Error usage(const Twine &msg) { return usageError(msg); }
 
 /// "\r"-updated on a terminal, one line per report otherwise.
 void report(const megatron::PreprocessProgress &p, bool done) {

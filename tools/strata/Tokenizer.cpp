@@ -64,10 +64,7 @@ cl::opt<bool> skipSpecial("skip-special-tokens",
                           cl::desc("decode: leave special tokens out"),
                           cl::sub(tokenizerCmd), cl::cat(cat));
 
-Error usage(const Twine &msg) {
-  return createStringError(inconvertibleErrorCode(),
-                           "strata tokenizer: error: " + msg);
-}
+Error usage(const Twine &msg) { return usageError(msg); }
 
 /// The bytes of `path`, or of stdin for "-".
 Expected<std::unique_ptr<MemoryBuffer>> readInput(StringRef path) {

@@ -203,8 +203,7 @@ int closeStdout(int code) {
   outs().clear_error();
   if (ec == std::errc::broken_pipe)
     return code ? code : 128 + SIGPIPE;
-  errs() << "strata: error: cannot write the output (" << ec.message() << ")\n";
-  return 1;
+  return reportError("cannot write the output (" + ec.message() + ")");
 }
 
 } // namespace
