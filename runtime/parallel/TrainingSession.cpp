@@ -26,7 +26,7 @@ llvm::Expected<std::unique_ptr<TrainingSession>> TrainingSession::create(
   if (!env)
     return env.takeError();
   auto fail = [&](llvm::Error e) {
-    return err("error: cannot train on " + layout(parallel) + ": " +
+    return err("cannot train on " + layout(parallel) + ": " +
                llvm::toString(std::move(e)));
   };
   if (parallel.tp > 1 || parallel.dp > 1) {
