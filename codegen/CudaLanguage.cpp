@@ -310,14 +310,30 @@ std::string CudaLanguage::accumulate(const KernelPlan &, size_t store,
 std::string CudaLanguage::load(const KernelPlan &p, size_t k) const {
   if (cudaVectorLoad(p, cudaLaunchOf(p), k))
     return "a" + num(k) + "[el]";
-  return "in" + num(k) + "[" + elementIndex(p, p.loads[k], "i", "r", "c") + "]";
+  std::string at =
+      "in" + num(k) + "[" + elementIndex(p, p.loads[k], "i", "r", "c") + "]";
+  switch (p.storageOf(p.loads[k].value)) {
+  case DType::BF16:
+    return "strata_bf16_to_float(" + at + ")";
+  case DType::F16:
+    return "strata_half_to_float(" + at + ")";
+  default:
+    return at;
+  }
 }
 
 std::string CudaLanguage::store(const KernelPlan &p, size_t k,
                                 const std::string &v) const {
   if (cudaLaunchOf(p).vector > 1)
     return "b" + num(k) + "[el] = " + v + ";";
-  return "out" + num(k) + "[i] = " + v + ";";
+  switch (p.storageOf(p.stores[k])) {
+  case DType::BF16:
+    return "out" + num(k) + "[i] = strata_float_to_bf16(" + v + ");";
+  case DType::F16:
+    return "out" + num(k) + "[i] = strata_float_to_half(" + v + ");";
+  default:
+    return "out" + num(k) + "[i] = " + v + ";";
+  }
 }
 
 std::string CudaLanguage::math(llvm::StringRef fn, DType t) const {

@@ -38,6 +38,8 @@ unsigned grid(int64_t blocks) {
 bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
 
 int vectorWidth(const KernelPlan &p) {
+  if (!p.storage16.empty())
+    return 1; // 16-bit elements convert one by one
   int64_t widest = 4;
   for (const KernelLoad &l : p.loads)
     if (p.body->type(l.value).dtype == DType::F64)

@@ -76,6 +76,49 @@ STRATA_FN void strata_store(double *p, const double (&a)[2], bool vec) {
   else
     p[0] = a[0], p[1] = a[1];
 }
+)" << cudaFloat16Helpers();
+}
+
+const char *cudaFloat16Helpers() {
+  return R"(
+// bf16 / f16 storage, f32 math: runtime/kernels/Float16.h's conversions bit
+// for bit (round to nearest even; NaN stays a quiet NaN), on 16-bit patterns.
+__device__ __forceinline__ float strata_bf16_to_float(unsigned short h) {
+  return __int_as_float((int)((unsigned)h << 16));
+}
+__device__ __forceinline__ unsigned short strata_float_to_bf16(float f) {
+  unsigned u = (unsigned)__float_as_int(f);
+  if (f != f)
+    return 0x7fc0;
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+// Maratyszcza's FP16 conversions (exact, subnormals included).
+__device__ __forceinline__ float strata_half_to_float(unsigned short h) {
+  unsigned w = (unsigned)h << 16;
+  unsigned sign = w & 0x80000000u;
+  unsigned twoW = w + w;
+  float normalized =
+      __int_as_float((int)((twoW >> 4) + (0xE0u << 23))) * 0x1.0p-112f;
+  float denormalized =
+      __int_as_float((int)((twoW >> 17) | (126u << 23))) - 0.5f;
+  unsigned bits = twoW < (1u << 27) ? (unsigned)__float_as_int(denormalized)
+                                    : (unsigned)__float_as_int(normalized);
+  return __int_as_float((int)(sign | bits));
+}
+__device__ __forceinline__ unsigned short strata_float_to_half(float f) {
+  float base = (fabsf(f) * 0x1.0p+112f) * 0x1.0p-110f;
+  unsigned w = (unsigned)__float_as_int(f);
+  unsigned shl1 = w + w;
+  unsigned sign = w & 0x80000000u;
+  unsigned bias = shl1 & 0xFF000000u;
+  if (bias < 0x71000000u)
+    bias = 0x71000000u;
+  base = __int_as_float((int)((bias >> 1) + 0x07800000u)) + base;
+  unsigned bits = (unsigned)__float_as_int(base);
+  unsigned nonsign = ((bits >> 13) & 0x7C00u) + (bits & 0x0FFFu);
+  return (unsigned short)((sign >> 16) |
+                          (shl1 > 0xFF000000u ? 0x7E00u : nonsign));
+}
 )";
 }
 

@@ -82,6 +82,10 @@ struct KernelPlan {
   /// Values held in scratch rows of C elements: the row op's result 0 and
   /// the prologue values that the row op or the epilogue pass read.
   std::vector<ValueId> scratch;
+  /// CUDA elementwise plans of an f32 body only: the loads and stores held
+  /// in memory as bf16 / f16 (16-bit storage, f32 math): each load widens,
+  /// each store rounds to nearest even (cudaFloat16Helpers()).
+  std::vector<std::pair<ValueId, DType>> storage16;
 
   bool isRowKernel() const { return row >= 0; }
 
@@ -96,6 +100,13 @@ struct KernelPlan {
   /// Elements of the innermost coalesced dim (the CPU loop's row length;
   /// a row kernel's C).
   int64_t inner() const { return dims.back(); }
+  /// The 16-bit type `v` is stored as, or f32 / f64 / ... (its own).
+  DType storageOf(ValueId v) const {
+    for (const auto &[value, dt] : storage16)
+      if (value == v)
+        return dt;
+    return body->type(v).dtype;
+  }
   /// Whether `v` lives in a scratch row.
   bool inScratch(ValueId v) const { return llvm::is_contained(scratch, v); }
   /// Whether the loop must be cut at row boundaries (row kernels and
@@ -112,5 +123,12 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body);
 /// C type of an element type the renderers handle ("float", "int64_t");
 /// nullptr for the others (bf16, f16, i1).
 const char *cTypeName(DType t);
+
+/// CUDA C of the bf16 / f16 conversions (runtime/kernels/Float16.h's, bit
+/// for bit, in integer and f32 arithmetic): strata_bf16_to_float,
+/// strata_float_to_bf16, strata_half_to_float, strata_float_to_half on
+/// 16-bit patterns (unsigned short). The generated kernels' prelude and the
+/// CUDA backend's hand-written kernels both include it.
+const char *cudaFloat16Helpers();
 
 } // namespace strata::codegen

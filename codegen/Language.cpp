@@ -24,7 +24,10 @@ constexpr const char *kFastMathText =
 namespace strata::codegen {
 
 std::string valueCType(const KernelPlan &p, ValueId v) {
-  return cTypeName(p.body->type(v).dtype);
+  DType t = p.storageOf(v);
+  if (t == DType::BF16 || t == DType::F16)
+    return "unsigned short"; // a 16-bit pattern (CUDA plans only)
+  return cTypeName(t);
 }
 
 std::string stridedIndex(llvm::StringRef var, llvm::ArrayRef<int64_t> dims,

@@ -3,12 +3,15 @@
 
 #include "codegen/Renderer.h"
 #include "ir/Op.h"
-#include "passes/pipeline/GraphCopy.h"
+#include "runtime/cuda/AdamWBatch.h"
+#include "runtime/cuda/MatmulGemm.h"
+#include "runtime/cuda/Widen.h"
 #include "runtime/cuda/nccl/NcclGroups.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 namespace strata {
@@ -33,6 +36,9 @@ struct GeneratedKernel {
   codegen::CudaLaunch launch;
   cuda::Function main = nullptr, sums = nullptr;
   std::vector<size_t> operandOfInput;
+  /// A fused matmul cuBLASLt's epilogue computes alone (MatmulGemm.h);
+  /// cleared if cuBLASLt refuses it (the generated epilogue then runs).
+  mutable std::optional<cuda::EpiloguePlan> epilogue;
 };
 
 /// The generated kernels of one graph: fused nodes by body, other nodes by
@@ -45,31 +51,25 @@ public:
       llvm::consumeError(driver->free(partial));
   }
   cuda::Driver *driver = nullptr;
+  std::string source; // the CUDA C of `module`
   std::unique_ptr<cuda::Module> module;
   std::map<const void *, GeneratedKernel> kernels;
   std::vector<std::shared_ptr<Graph>> singleOpBodies;
   cuda::DevicePtr partial = 0;
   int64_t partialDoubles = 0;
+  /// The muls an AdamW update folds (AdamWBatch.h).
+  llvm::DenseMap<const Node *, const Node *> foldedMuls;
+  /// The matmuls that accumulate into a gradient buffer (MatmulGemm.h).
+  llvm::DenseMap<const Node *, const Node *> accumulating;
+  /// 16-bit nodes, run on f32 copies (Widen.h): the node retyped f32, and
+  /// its hand-written kernel (null: a generated one, in `kernels`).
+  struct Widened {
+    std::shared_ptr<Graph> body;
+    cuda::OpLauncher launcher = nullptr;
+    bool native = false; // its generated kernel takes the 16-bit buffers
+  };
+  std::map<const Node *, Widened> widened;
 };
-
-/// Node `n` of `g` alone as a kernel body, named `name`: its distinct
-/// operands as inputs, its results as outputs. `operandOfInput` receives
-/// the operand position of each input.
-std::shared_ptr<Graph> singleOpBody(const Graph &g, const Node &n,
-                                    const std::string &name,
-                                    std::vector<size_t> &operandOfInput) {
-  auto body = std::make_shared<Graph>();
-  body->name = name;
-  GraphCopier copy(g, *body);
-  for (size_t k = 0; k < n.operands.size(); ++k)
-    if (copy.mapped(n.operands[k]) == kNoValue) {
-      copy.addInput(n.operands[k]);
-      operandOfInput.push_back(k);
-    }
-  int32_t b = copy.copyNode(int32_t(&n - g.nodes().data()));
-  body->setOutputs(body->node(b).results);
-  return body;
-}
 
 /// A plan of `body` the CUDA backend runs: an anchor matmul must be f32 or
 /// f64 (the GEMM's types).
@@ -85,38 +85,6 @@ std::optional<codegen::KernelPlan> cudaPlan(const Graph &body) {
       return std::nullopt;
   }
   return std::move(*plan);
-}
-
-/// The GEMM of matmul `mm` of `g` (ir/Ops.def: row-major a[..., M, K], b
-/// [..., K, N] or [K, N], each maybe transposed) on column-major cuBLASLt:
-/// C^T = op(b)^T op(a)^T, so b is cuBLASLt's A and a its B.
-cuda::Gemm matmulGemm(const Graph &g, const Node &mm, const void *a,
-                      const void *b, void *c) {
-  const Shape &as = g.type(mm.operands[0]).shape,
-              &bs = g.type(mm.operands[1]).shape;
-  const TensorType &ct = g.type(mm.results[0]);
-  bool ta = mm.attrs.getBool("transpose_a"),
-       tb = mm.attrs.getBool("transpose_b");
-  int64_t M = ct.shape[ct.shape.size() - 2], N = ct.shape.back();
-  int64_t K = ta ? as[as.size() - 2] : as.back();
-  cuda::Gemm gm;
-  gm.m = N;
-  gm.n = M;
-  gm.k = K;
-  gm.transA = tb;
-  gm.lda = tb ? K : N;
-  gm.transB = ta;
-  gm.ldb = ta ? M : K;
-  gm.ldc = N;
-  gm.batch = ct.numElements() / (M * N);
-  gm.strideA = bs.size() == 2 ? 0 : K * N;
-  gm.strideB = M * K;
-  gm.strideC = M * N;
-  gm.f64 = ct.dtype == DType::F64;
-  gm.A = cuda::DevicePtr(b);
-  gm.B = cuda::DevicePtr(a);
-  gm.C = cuda::DevicePtr(c);
-  return gm;
 }
 
 /// Ops whose kernel depends on the launch's rank (ir/Ops.def).
@@ -145,6 +113,13 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
   if (!scale)
     return scale.takeError();
   d->scale_ = *scale;
+  CudaDevice *self = d.get();
+  d->adamw_ = std::make_unique<cuda::AdamWBatch>(
+      *d->opKernels_, [self](const Node &mul,
+                             llvm::ArrayRef<const void *> operands,
+                             void *result, const LaunchContext &ctx) {
+        return self->launchGenerated(mul, operands, {result}, ctx);
+      });
   return d;
 }
 
@@ -153,6 +128,11 @@ CudaDevice::CudaDevice(std::unique_ptr<cuda::Driver> driver, int index)
 
 CudaDevice::~CudaDevice() {
   llvm::consumeError(synchronize());
+  adamw_.reset(); // frees its tables
+  for (const WidenBuffer &w : widenScratch_)
+    llvm::consumeError(driver_->free(w.ptr));
+  if (staging_)
+    llvm::consumeError(driver_->freeHost(staging_));
   for (size_t i = 1; i < streams_.size(); ++i)
     llvm::consumeError(driver_->destroyStream(streams_[i]));
 }
@@ -173,12 +153,13 @@ static std::optional<SingleOpKernel>
 singleOpKernel(const Graph &g, const Node &node, const std::string &name) {
   if (node.op == OpKind::Fused || node.op == OpKind::Reshape ||
       node.op == OpKind::MatMul || isCollective(node.op) ||
-      node.results.empty() || cuda::opLauncher(g, node))
+      node.results.empty() || cuda::opLauncher(g, node) ||
+      cuda::hasFloat16(g, node))
     return std::nullopt;
   if (rankDependent(node.op) && g.mesh)
     return std::nullopt; // their offsets come with the launch
   SingleOpKernel k;
-  k.body = singleOpBody(g, node, name, k.operandOfInput);
+  k.body = cuda::singleOpBody(g, node, name, k.operandOfInput);
   auto plan = cudaPlan(*k.body);
   if (!plan)
     return std::nullopt;
@@ -186,17 +167,70 @@ singleOpKernel(const Graph &g, const Node &node, const std::string &name) {
   return k;
 }
 
+/// A 16-bit `node` (not a matmul, reshape or collective) as its f32 kernel
+/// on f32 copies (Widen.h): hand-written (`launcher`) or generated
+/// (`plan`); none if the f32 node has no kernel either.
+struct WidenedKernel {
+  std::shared_ptr<Graph> body;
+  cuda::OpLauncher launcher = nullptr;
+  codegen::KernelPlan plan;
+  std::vector<size_t> operandOfInput;
+  bool native = false; // the plan loads and stores the 16-bit buffers
+};
+static std::optional<WidenedKernel>
+widenedKernel(const Graph &g, const Node &node, const std::string &name) {
+  if (!cuda::hasFloat16(g, node) || node.op == OpKind::Fused ||
+      node.op == OpKind::Reshape || node.op == OpKind::MatMul ||
+      isCollective(node.op) || node.results.empty())
+    return std::nullopt;
+  WidenedKernel k;
+  k.body = cuda::widenedBody(g, node, name, k.operandOfInput);
+  k.body->mesh = g.mesh; // the rank's offsets of rank-dependent kernels
+  k.body->partitioned = g.partitioned;
+  if ((k.launcher = cuda::opLauncher(*k.body, k.body->node(0))))
+    return k;
+  if (rankDependent(node.op) && g.mesh)
+    return std::nullopt;
+  auto plan = cudaPlan(*k.body);
+  if (!plan)
+    return std::nullopt;
+  k.plan = std::move(*plan);
+  // An elementwise kernel reads and writes the 16-bit buffers itself.
+  codegen::KernelPlan &p = k.plan;
+  if (p.isRowKernel() || !p.sums.empty() || p.anchor >= 0)
+    return k;
+  for (const codegen::KernelLoad &l : p.loads)
+    if (DType dt = g.type(node.operands[k.operandOfInput[l.operand]]).dtype;
+        cuda::isFloat16(dt))
+      p.storage16.push_back({l.value, dt});
+  for (size_t r = 0; r < p.stores.size(); ++r)
+    if (DType dt = g.type(node.results[r]).dtype; cuda::isFloat16(dt))
+      p.storage16.push_back({p.stores[r], dt});
+  k.native = true;
+  return k;
+}
+
+/// Whether cuBLASLt runs a matmul of these types: f32 or f64, or 16-bit
+/// inputs (f32 compute) to a result of their type or f32.
+static bool gemmTypes(DType ab, DType c) {
+  if (ab == DType::F32 || ab == DType::F64)
+    return c == ab;
+  return cuda::isFloat16(ab) && (c == ab || c == DType::F32);
+}
+
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
   if (node.op == OpKind::Fused)
     return node.body && cudaPlan(*node.body).has_value();
   if (node.op == OpKind::Reshape || cuda::opLauncher(g, node))
     return true; // a view, or a hand-written kernel
-  if (node.op == OpKind::MatMul) {
-    DType dt = g.type(node.results[0]).dtype;
-    return dt == DType::F32 || dt == DType::F64;
-  }
+  if (node.op == OpKind::MatMul)
+    return g.type(node.operands[0]).dtype == g.type(node.operands[1]).dtype &&
+           gemmTypes(g.type(node.operands[0]).dtype,
+                     g.type(node.results[0]).dtype);
   if (isCollective(node.op)) // NCCL (emulated over Gloo in interpret mode)
     return true;
+  if (cuda::hasFloat16(g, node))
+    return widenedKernel(g, node, "probe").has_value();
   return singleOpKernel(g, node, "probe").has_value();
 }
 
@@ -217,6 +251,17 @@ CudaDevice::prepare(const Graph &g) {
       if (!plan)
         return plan.takeError();
       k.plan = std::move(*plan);
+      k.epilogue = cuda::matchEpilogue(*n.body);
+    } else if (auto w = widenedKernel(
+                   g, n,
+                   "op" + std::to_string(&n - g.nodes().data()) + "_" +
+                       opName(n.op).str() + "_f32")) {
+      m->widened[&n] = {w->body, w->launcher, w->native};
+      if (w->launcher)
+        continue;
+      m->singleOpBodies.push_back(w->body);
+      k.plan = std::move(w->plan);
+      k.operandOfInput = std::move(w->operandOfInput);
     } else if (auto op =
                    singleOpKernel(g, n,
                                   "op" + std::to_string(&n - g.nodes().data()) +
@@ -230,8 +275,13 @@ CudaDevice::prepare(const Graph &g) {
     keys.push_back(key);
     kernels.push_back(std::move(k));
   }
+  m->foldedMuls = cuda::foldableMuls(g);
+  m->accumulating = cuda::accumulatingMatmuls(g);
   if (kernels.empty())
-    return nullptr;
+    return m->foldedMuls.empty() && m->accumulating.empty() &&
+                   m->widened.empty()
+               ? nullptr
+               : std::unique_ptr<KernelModule>(std::move(m));
   std::vector<codegen::KernelPlan> plans;
   for (const GeneratedKernel &k : kernels)
     plans.push_back(k.plan);
@@ -241,6 +291,7 @@ CudaDevice::prepare(const Graph &g) {
   if (!module)
     return module.takeError();
   m->module = std::move(*module);
+  m->source = std::move(source.text);
   for (size_t i = 0; i < kernels.size(); ++i) {
     GeneratedKernel &k = kernels[i];
     k.launch = codegen::cudaLaunchOf(k.plan);
@@ -266,6 +317,10 @@ CudaDevice::prepare(const Graph &g) {
   return std::unique_ptr<KernelModule>(std::move(m));
 }
 
+std::string CudaDevice::kernelSource(const KernelModule *m) {
+  return m ? static_cast<const CudaKernelModule *>(m)->source : "";
+}
+
 void *CudaDevice::allocate(int64_t bytes) {
   auto p = driver_->allocate(bytes);
   if (!p)
@@ -284,6 +339,7 @@ std::optional<int64_t> CudaDevice::freeBytes() {
 }
 
 void CudaDevice::deallocate(void *ptr) {
+  flushDeferred();
   note(driver_->free(cuda::DevicePtr(ptr)));
 }
 
@@ -315,23 +371,27 @@ std::unique_ptr<Event> CudaDevice::createEvent() {
 }
 
 void CudaDevice::record(Event &event, StreamId s) {
+  flushDeferred();
   note(driver_->record(static_cast<CudaEvent &>(event).handle, stream(s)));
 }
 
 void CudaDevice::wait(StreamId s, Event &event) {
+  flushDeferred();
   note(driver_->wait(stream(s), static_cast<CudaEvent &>(event).handle));
 }
 
 void CudaDevice::enqueueHost(std::function<llvm::Error()> work, StreamId s) {
+  flushDeferred();
   note(driver_->launchHost(std::move(work), stream(s)));
 }
 
 void CudaDevice::enqueueCopy(CopyKind kind, void *dst, const void *src,
                              int64_t bytes, StreamId s) {
+  flushDeferred();
   auto d = cuda::DevicePtr(dst), from = cuda::DevicePtr(src);
   switch (kind) {
   case CopyKind::HostToDevice:
-    return note(driver_->copyToDevice(d, src, bytes, stream(s)));
+    return note(driver_->copyToDevice(d, staged(src, bytes), bytes, stream(s)));
   case CopyKind::DeviceToHost:
     return note(driver_->copyToHost(dst, from, bytes, stream(s)));
   case CopyKind::DeviceToDevice:
@@ -339,12 +399,33 @@ void CudaDevice::enqueueCopy(CopyKind kind, void *dst, const void *src,
   }
 }
 
+const void *CudaDevice::staged(const void *src, int64_t bytes) {
+  constexpr int64_t kStagingBytes = 64 << 10, kLargest = 256;
+  std::lock_guard<std::mutex> lock(stagingMu_);
+  if (bytes > kLargest || stagingUsed_ + kLargest > kStagingBytes)
+    return src; // large, or the pool is full until the next synchronize
+  if (!staging_) {
+    auto p = driver_->allocateHost(kStagingBytes);
+    if (!p) {
+      llvm::consumeError(p.takeError()); // a pageable copy works too
+      return src;
+    }
+    staging_ = static_cast<char *>(*p);
+  }
+  char *slot = staging_ + stagingUsed_;
+  std::memcpy(slot, src, size_t(bytes));
+  stagingUsed_ += (bytes + 15) / 16 * 16;
+  return slot;
+}
+
 void CudaDevice::enqueueFill(void *dst, int64_t bytes, int value, StreamId s) {
+  flushDeferred();
   note(driver_->fill(cuda::DevicePtr(dst), uint8_t(value), bytes, stream(s)));
 }
 
 void CudaDevice::enqueueScale(void *x, int64_t count, float factor,
                               StreamId s) {
+  flushDeferred();
   long long n = count;
   void *params[] = {&x, &n, &factor};
   note(cuda::launch1d(*driver_, stream(s), scale_, count, params));
@@ -354,6 +435,24 @@ void CudaDevice::launch(const Graph &g, const Node &node,
                         llvm::ArrayRef<const void *> operands,
                         llvm::ArrayRef<void *> results,
                         const LaunchContext &ctx) {
+  const auto *m = static_cast<const CudaKernelModule *>(ctx.module);
+  if (pendingMatmul_) {
+    if (pendingMatmul_->add == &node && operands[1] == pendingMatmul_->c)
+      return note(accumulateMatmul(g, operands, results, ctx));
+    note(flushMatmul());
+  }
+  {
+    std::lock_guard<std::mutex> lock(adamwMu_);
+    cuda::StreamHandle s = stream(ctx.stream);
+    auto taken = adamw_->take(g, node, operands, results, ctx, s,
+                              m ? &m->foldedMuls : nullptr);
+    if (!taken)
+      return note(taken.takeError());
+    if (*taken)
+      return;
+    if (adamw_->conflicts(g, node, operands, results, s))
+      note(adamw_->flush());
+  }
   if (node.op == OpKind::Reshape) {
     if (results[0] != operands[0])
       copy(results[0], operands[0], g.type(node.results[0]).bytes(),
@@ -364,10 +463,24 @@ void CudaDevice::launch(const Graph &g, const Node &node,
     return note(launchCollective(g, node,
                                  operands.empty() ? nullptr : operands[0],
                                  results.empty() ? nullptr : results[0], ctx));
-  if (node.op == OpKind::MatMul)
-    return note(
-        driver_->gemm(matmulGemm(g, node, operands[0], operands[1], results[0]),
-                      stream(ctx.stream)));
+  if (node.op == OpKind::MatMul) {
+    if (const Node *add = m ? m->accumulating.lookup(&node) : nullptr) {
+      // Runs with its add, next.
+      pendingMatmul_ = PendingMatmul{&g,          &node,       add,
+                                     operands[0], operands[1], results[0],
+                                     ctx.stream};
+      return;
+    }
+    return note(driver_->gemm(
+        cuda::matmulGemm(g, node, operands[0], operands[1], results[0]),
+        stream(ctx.stream)));
+  }
+  if (m)
+    if (auto w = m->widened.find(&node); w != m->widened.end())
+      return note(w->second.native
+                      ? launchGenerated(node, operands, results, ctx)
+                      : launchWidened(g, node, operands, results, ctx,
+                                      *w->second.body, w->second.launcher));
   if (cuda::OpLauncher l = cuda::opLauncher(g, node))
     return note(
         l({*opKernels_, g, node, operands, results, ctx, stream(ctx.stream)}));
@@ -393,15 +506,27 @@ llvm::Error CudaDevice::launchGenerated(const Node &node,
                                              : k.operandOfInput[input]];
   };
   cuda::StreamHandle s = stream(ctx.stream);
+  if (k.epilogue) { // cuBLASLt computes the whole body
+    std::vector<const void *> ins;
+    for (size_t i = 0; i < p.body->inputs().size(); ++i)
+      ins.push_back(operandOf(int64_t(i)));
+    llvm::Error e = driver_->gemm(
+        cuda::epilogueGemm(*p.body, *k.epilogue, ins, results), s);
+    if (!e)
+      return e;
+    llvm::consumeError(std::move(e)); // not for this GEMM: the kernel runs
+    k.epilogue.reset();
+  }
   if (p.anchor >= 0) { // the matmul into its result first
     const Graph &body = *p.body;
     const Node &mm = body.node(p.anchor);
     auto inputOf = [&](ValueId v) {
       return operandOf(llvm::find(body.inputs(), v) - body.inputs().begin());
     };
-    if (auto e = driver_->gemm(matmulGemm(body, mm, inputOf(mm.operands[0]),
-                                          inputOf(mm.operands[1]),
-                                          results[p.anchorResult]),
+    if (auto e = driver_->gemm(cuda::matmulGemm(body, mm,
+                                                inputOf(mm.operands[0]),
+                                                inputOf(mm.operands[1]),
+                                                results[p.anchorResult]),
                                s))
       return e;
   }
@@ -448,10 +573,15 @@ void CudaDevice::note(llvm::Error e) {
 }
 
 llvm::Error CudaDevice::synchronize() {
+  flushDeferred();
   for (cuda::StreamHandle s : streams_)
     note(driver_->synchronize(s));
   if (nccl_)
     note(nccl_->release());
+  {
+    std::lock_guard<std::mutex> lock(stagingMu_);
+    stagingUsed_ = 0; // every staged copy has run
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (firstError_.empty())
     return llvm::Error::success();

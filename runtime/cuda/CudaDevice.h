@@ -25,14 +25,16 @@
 #include "runtime/cuda/OpKernels.h"
 
 #include <map>
+#include <optional>
 #include <mutex>
 #include <vector>
 
 namespace strata {
 
 namespace cuda {
+class AdamWBatch;
 class NcclGroups;
-}
+} // namespace cuda
 
 class CudaDevice : public Device {
 public:
@@ -47,6 +49,10 @@ public:
   /// `comms`' mesh, meeting through its rendezvous: every rank of the mesh
   /// calls it, before its first collective (which otherwise makes them).
   llvm::Error connectCollectives(Communicators &comms);
+  /// The CUDA C of the kernels prepare() built (empty for none).
+  static std::string kernelSource(const KernelModule *module);
+  /// Launches of the batched AdamW kernel so far (AdamWBatch.h).
+  int64_t adamwLaunches() const;
 
   std::string name() const override;
   bool supports(const Graph &g, const Node &node) const override;
@@ -81,6 +87,37 @@ private:
   cuda::StreamHandle stream(StreamId id) const;
   /// Keeps the first error of an enqueue for synchronize().
   void note(llvm::Error e);
+  /// Launches the deferred AdamW updates (before anything that may read
+  /// or write their memory).
+  void flushDeferred();
+  /// A matmul whose add {accumulate} comes next (MatmulGemm.h): run as
+  /// one GEMM with beta = 1 when the add is launched, alone otherwise.
+  struct PendingMatmul {
+    const Graph *g;
+    const Node *matmul, *add;
+    const void *a, *b;
+    void *c;
+    StreamId stream;
+  };
+  llvm::Error flushMatmul();
+  /// A 16-bit node on f32 copies (Widen.h): `body` is the node retyped f32,
+  /// run by `launcher` or (null) by its generated kernel.
+  llvm::Error launchWidened(const Graph &g, const Node &node,
+                            llvm::ArrayRef<const void *> operands,
+                            llvm::ArrayRef<void *> results,
+                            const LaunchContext &ctx, const Graph &body,
+                            cuda::OpLauncher launcher);
+  /// Where a host-to-device copy of `bytes` from `src` reads: small ones
+  /// (per-step scalars: the learning rate, the step) from a slot of a
+  /// page-locked pool, filled now, so the copy is asynchronous and the
+  /// caller may reuse `src` at once; slots are reused after synchronize().
+  const void *staged(const void *src, int64_t bytes);
+  /// Device memory of at least `bytes` for launchWidened's copies on `s`.
+  llvm::Expected<void *> widenScratch(cuda::StreamHandle s, int64_t bytes);
+  llvm::Error accumulateMatmul(const Graph &g,
+                               llvm::ArrayRef<const void *> operands,
+                               llvm::ArrayRef<void *> results,
+                               const LaunchContext &ctx);
   /// A fused node or single op from the graph's generated kernels.
   llvm::Error launchGenerated(const Node &node,
                               llvm::ArrayRef<const void *> operands,
@@ -102,6 +139,18 @@ private:
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function scale_ = nullptr;
+  std::unique_ptr<cuda::AdamWBatch> adamw_;
+  std::optional<PendingMatmul> pendingMatmul_;
+  struct WidenBuffer {
+    cuda::StreamHandle stream; // null once replaced by a larger one
+    cuda::DevicePtr ptr;
+    int64_t bytes;
+  };
+  std::vector<WidenBuffer> widenScratch_;
+  std::mutex stagingMu_;
+  char *staging_ = nullptr; // page-locked host memory
+  int64_t stagingUsed_ = 0;
+  std::mutex adamwMu_;
   std::mutex mu_;
   std::string firstError_;
 };

@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Types.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -48,18 +50,35 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// What cuBLASLt does to a GEMM's product before it stores C (cublasLt.h's
+/// cublasLtEpilogue_t); t = alpha * op(A) op(B) + beta * C below, bias an
+/// m-vector, aux an m x n matrix (leading dimension ldAux, a multiple of 8).
+enum class Epilogue {
+  None,       ///< C = t
+  Bias,       ///< C = t + bias[i] (CUBLASLT_EPILOGUE_BIAS)
+  GeluAuxBias, ///< aux = t + bias[i]; C = gelu_tanh(aux) (GELU_AUX_BIAS)
+  DGelu,      ///< C = t * gelu_tanh'(aux) (DGELU)
+  DGeluBGrad, ///< DGelu, and bias[i] = sum over j of C (DGELU_BGRAD;
+              ///< batch 1)
+};
+
 /// One (strided-batched) GEMM as cuBLASLt takes it, column-major:
 /// C = alpha * op(A) * op(B) + beta * C, op(A) m x k, op(B) k x n, C m x n,
-/// for each of `batch` matrices (a stride of 0 repeats a matrix). f32 runs
-/// with f32 compute (CUBLAS_COMPUTE_32F: no TF32), f64 with f64.
+/// for each of `batch` matrices (a stride of 0 repeats a matrix), then the
+/// epilogue. A and B are of type `ab`, C and the epilogue's vectors of `c`:
+/// f32 runs with f32 compute (CUBLAS_COMPUTE_32F: no TF32), f64 with f64,
+/// and bf16 / f16 inputs with f32 compute and a C of f32 or of their type.
 struct Gemm {
   bool transA = false, transB = false;
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
   int64_t batch = 1, strideA = 0, strideB = 0, strideC = 0;
-  bool f64 = false;
+  DType ab = DType::F32, c = DType::F32;
   double alpha = 1, beta = 0;
   DevicePtr A = 0, B = 0, C = 0;
+  Epilogue epilogue = Epilogue::None;
+  DevicePtr bias = 0, aux = 0;
+  int64_t ldAux = 0, strideAux = 0;
 };
 
 struct DeviceInfo {
@@ -83,6 +102,10 @@ public:
 
   virtual llvm::Expected<DevicePtr> allocate(int64_t bytes) = 0;
   virtual llvm::Error free(DevicePtr ptr) = 0;
+  /// Page-locked host memory (cuMemHostAlloc): copies from it are truly
+  /// asynchronous, so it must stay unchanged until they have run.
+  virtual llvm::Expected<void *> allocateHost(int64_t bytes) = 0;
+  virtual llvm::Error freeHost(void *ptr) = 0;
 
   virtual llvm::Expected<StreamHandle> createStream() = 0;
   virtual llvm::Error destroyStream(StreamHandle s) = 0;

@@ -83,6 +83,8 @@ const char *const kSources[] = {
     ,
 #include "runtime/cuda/kernels/DropoutText.inc"
     ,
+#include "runtime/cuda/kernels/Float16Text.inc"
+    ,
 #include "runtime/cuda/kernels/BuiltinsText.inc"
 };
 
@@ -385,12 +387,13 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
 llvm::StringRef opKernelSource() {
   static const std::string text = [] {
     // The Philox draw of the generated kernels (dropout masks), with what
-    // it needs.
+    // it needs, and their bf16 / f16 conversions.
     std::string t = "#ifdef __CUDACC_RTC__\ntypedef unsigned int uint32_t;\n"
                     "typedef unsigned long long uint64_t;\n#else\n"
                     "#include <cstdint>\n#endif\n"
                     "#define STRATA_FN __device__ __forceinline__\n" +
-                    codegen::philoxSource().str() + "\n";
+                    codegen::philoxSource().str() + "\n" +
+                    codegen::cudaFloat16Helpers();
     for (const char *s : kSources)
       t += std::string(s) + "\n";
     return t;

@@ -50,6 +50,8 @@ struct Api {
   CUresult (*memGetInfo)(size_t *, size_t *);
   CUresult (*memAlloc)(CUdeviceptr *, size_t);
   CUresult (*memFree)(CUdeviceptr);
+  CUresult (*memHostAlloc)(void **, size_t, unsigned);
+  CUresult (*memFreeHost)(void *);
   CUresult (*streamCreate)(CUstream *, unsigned);
   CUresult (*streamDestroy)(CUstream);
   CUresult (*streamSynchronize)(CUstream);
@@ -131,6 +133,19 @@ public:
   llvm::Error free(DevicePtr p) override {
     use();
     return check(api_.memFree(p), "cuMemFree");
+  }
+  llvm::Expected<void *> allocateHost(int64_t bytes) override {
+    use();
+    void *p = nullptr;
+    if (auto e = check(api_.memHostAlloc(&p, size_t(std::max<int64_t>(bytes, 1)),
+                                         /*flags=*/0),
+                       "cuMemHostAlloc of " + llvm::Twine(bytes) + " bytes"))
+      return std::move(e);
+    return p;
+  }
+  llvm::Error freeHost(void *p) override {
+    use();
+    return check(api_.memFreeHost(p), "cuMemFreeHost");
   }
   llvm::Expected<StreamHandle> createStream() override {
     use();
@@ -309,6 +324,8 @@ llvm::Expected<std::unique_ptr<Driver>> openRealDriver(int ordinal) {
       {&a.memGetInfo, "cuMemGetInfo_v2"},
       {&a.memAlloc, "cuMemAlloc_v2"},
       {&a.memFree, "cuMemFree_v2"},
+      {&a.memHostAlloc, "cuMemHostAlloc"},
+      {&a.memFreeHost, "cuMemFreeHost"},
       {&a.streamCreate, "cuStreamCreate"},
       {&a.streamDestroy, "cuStreamDestroy_v2"},
       {&a.streamSynchronize, "cuStreamSynchronize"},

@@ -4,9 +4,11 @@
 // entry points looked up by symbol; types are declared by their ABI
 // (opaque handles, an int status, the 64-byte algorithm and the heuristic
 // result of cublasLt.h), so no CUDA header is needed to build. Each GEMM
-// describes its operation (compute 32F for f32, so no TF32 unless asked;
-// 64F for f64), its three layouts with batch count and strides, asks the
-// heuristics for the best algorithm within the workspace, and runs.
+// describes its operation (compute 32F for f32 and for bf16 / f16 inputs,
+// so no TF32 unless asked; 64F for f64) and epilogue (bias, GELU with its
+// auxiliary output, GELU's and the bias' gradients), its three layouts with
+// their types, batch count and strides, asks the heuristics for the best
+// algorithm within the workspace, and runs.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/RealGemm.h"
@@ -37,8 +39,14 @@ struct Heuristic {
 
 // Enum values of cublasLt.h / cublas_api.h / library_types.h.
 constexpr int kCompute32F = 68, kCompute64F = 70;
-constexpr int kR32F = 0, kR64F = 1;
-constexpr int kDescTransA = 3, kDescTransB = 4;
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
+constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
+              kDescBiasPointer = 8, kDescAuxPointer = 11, kDescAuxLd = 12,
+              kDescAuxBatchStride = 13;
+// cublasLtEpilogue_t
+constexpr int32_t kEpilogueDefault = 1, kEpilogueBias = 4,
+                  kEpilogueGeluAuxBias = 164, kEpilogueDGelu = 192,
+                  kEpilogueDGeluBGrad = 208;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
 constexpr int kOpN = 0, kOpT = 1;
@@ -66,13 +74,43 @@ llvm::Error err(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
+int dataType(DType t) {
+  switch (t) {
+  case DType::F64:
+    return kR64F;
+  case DType::BF16:
+    return kR16BF;
+  case DType::F16:
+    return kR16F;
+  default:
+    return kR32F;
+  }
+}
+
+int32_t epilogueOf(Epilogue e) {
+  switch (e) {
+  case Epilogue::None:
+    return kEpilogueDefault;
+  case Epilogue::Bias:
+    return kEpilogueBias;
+  case Epilogue::GeluAuxBias:
+    return kEpilogueGeluAuxBias;
+  case Epilogue::DGelu:
+    return kEpilogueDGelu;
+  case Epilogue::DGeluBGrad:
+    return kEpilogueDGeluBGrad;
+  }
+  return kEpilogueDefault;
+}
+
 class CublasLt : public GemmEngine {
 public:
   CublasLt(const Api &api, Handle handle) : api_(api), handle_(handle) {}
 
   llvm::Error run(const Gemm &g, void *stream, DevicePtr workspace,
                   size_t workspaceBytes) override {
-    int type = g.f64 ? kR64F : kR32F;
+    bool f64 = g.c == DType::F64;
+    int typeAB = dataType(g.ab), typeC = dataType(g.c);
     Desc desc = nullptr;
     Layout a = nullptr, b = nullptr, c = nullptr;
     Pref pref = nullptr;
@@ -87,7 +125,8 @@ public:
     };
     llvm::Error e = [&]() -> llvm::Error {
       if (auto e = check(
-              api_.descCreate(&desc, g.f64 ? kCompute64F : kCompute32F, type),
+              api_.descCreate(&desc, f64 ? kCompute64F : kCompute32F,
+                              f64 ? kR64F : kR32F),
               "cublasLtMatmulDescCreate"))
         return e;
       int ta = g.transA ? kOpT : kOpN, tb = g.transB ? kOpT : kOpN;
@@ -97,15 +136,19 @@ public:
       if (auto e =
               check(api_.descSet(desc, kDescTransB, &tb, sizeof tb), "transb"))
         return e;
+      if (auto e = setEpilogue(desc, g))
+        return e;
       struct Spec {
         Layout *l;
+        int type;
         int64_t rows, cols, ld, stride;
-      } specs[] = {
-          {&a, g.transA ? g.k : g.m, g.transA ? g.m : g.k, g.lda, g.strideA},
-          {&b, g.transB ? g.n : g.k, g.transB ? g.k : g.n, g.ldb, g.strideB},
-          {&c, g.m, g.n, g.ldc, g.strideC}};
+      } specs[] = {{&a, typeAB, g.transA ? g.k : g.m, g.transA ? g.m : g.k,
+                    g.lda, g.strideA},
+                   {&b, typeAB, g.transB ? g.n : g.k, g.transB ? g.k : g.n,
+                    g.ldb, g.strideB},
+                   {&c, typeC, g.m, g.n, g.ldc, g.strideC}};
       for (const Spec &s : specs) {
-        if (auto e = check(api_.layoutCreate(s.l, type, uint64_t(s.rows),
+        if (auto e = check(api_.layoutCreate(s.l, s.type, uint64_t(s.rows),
                                              uint64_t(s.cols), s.ld),
                            "cublasLtMatrixLayoutCreate"))
           return e;
@@ -137,10 +180,10 @@ public:
                    llvm::Twine(g.m) + ", n " + llvm::Twine(g.n) + ", k " +
                    llvm::Twine(g.k) + ")");
       float alpha32 = float(g.alpha), beta32 = float(g.beta);
-      const void *alpha = g.f64 ? static_cast<const void *>(&g.alpha)
-                                : static_cast<const void *>(&alpha32);
-      const void *beta = g.f64 ? static_cast<const void *>(&g.beta)
-                               : static_cast<const void *>(&beta32);
+      const void *alpha = f64 ? static_cast<const void *>(&g.alpha)
+                              : static_cast<const void *>(&alpha32);
+      const void *beta = f64 ? static_cast<const void *>(&g.beta)
+                             : static_cast<const void *>(&beta32);
       return check(api_.matmul(handle_, desc, alpha,
                                reinterpret_cast<void *>(g.A), a,
                                reinterpret_cast<void *>(g.B), b, beta,
@@ -155,6 +198,35 @@ public:
   }
 
 private:
+  /// The epilogue and its vectors (Driver.h's Epilogue).
+  llvm::Error setEpilogue(Desc desc, const Gemm &g) {
+    int32_t epilogue = epilogueOf(g.epilogue);
+    if (auto e = check(api_.descSet(desc, kDescEpilogue, &epilogue,
+                                    sizeof epilogue),
+                       "epilogue"))
+      return e;
+    if (g.bias) {
+      void *bias = reinterpret_cast<void *>(g.bias);
+      if (auto e = check(api_.descSet(desc, kDescBiasPointer, &bias,
+                                      sizeof bias),
+                         "bias pointer"))
+        return e;
+    }
+    if (!g.aux)
+      return llvm::Error::success();
+    void *aux = reinterpret_cast<void *>(g.aux);
+    int64_t ld = g.ldAux, stride = g.strideAux;
+    if (auto e = check(api_.descSet(desc, kDescAuxPointer, &aux, sizeof aux),
+                       "aux pointer"))
+      return e;
+    if (auto e = check(api_.descSet(desc, kDescAuxLd, &ld, sizeof ld),
+                       "aux leading dimension"))
+      return e;
+    return check(
+        api_.descSet(desc, kDescAuxBatchStride, &stride, sizeof stride),
+        "aux batch stride");
+  }
+
   llvm::Error check(Status s, const char *what) const {
     if (s == 0)
       return llvm::Error::success();

@@ -102,6 +102,27 @@ TEST(CudaDeviceApi, StreamsEventsCopiesAndRuntimeKernels) {
     d->deallocate(p);
 }
 
+// The trainer's per-step scalars go through page-locked staging: the copy
+// takes the value the host buffer had when it was enqueued, even though
+// the stream reaches it later (after the host buffer changed).
+TEST(CudaDeviceApi, SmallHostCopiesTakeTheValueAtEnqueue) {
+  auto d = testDevice();
+  REQUIRE_DEVICE(d);
+  void *dev = d->allocate(4);
+  std::atomic<bool> release{false};
+  d->enqueueHost([&] {
+    while (!release.load())
+      std::this_thread::sleep_for(1ms);
+    return llvm::Error::success();
+  });
+  float lr = 0.25f;
+  d->copyFromHost(dev, &lr, 4);
+  lr = 7.0f; // the next step's value, before the stream ran the copy
+  release = true;
+  EXPECT_EQ(toHost<float>(*d, dev, 1), (std::vector<float>{0.25f}));
+  d->deallocate(dev);
+}
+
 TEST(CudaDeviceApi, AFailedHostTaskIsReportedAtSynchronize) {
   auto d = testDevice();
   REQUIRE_DEVICE(d);

@@ -1,12 +1,12 @@
 //===- InterpretDriver.cpp - The CUDA driver emulated on the host ---------===//
 #include "runtime/cuda/interpret/InterpretDriver.h"
+#include "runtime/cuda/interpret/ReferenceGemm.h"
 
 #include "runtime/cpu/HostCompiler.h"
 #include "runtime/cpu/HostStreams.h"
 
 #include "llvm/ADT/StringExtras.h"
 
-#include <cblas.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -56,6 +56,10 @@ public:
 /// stacks (Simt.h).
 constexpr llvm::StringLiteral kFlags[] = {"-O2", "-w", "-fno-strict-aliasing",
                                           "-U_FORTIFY_SOURCE"};
+/// kFlags with Simt.h's per-thread state in static TLS (faster).
+constexpr llvm::StringLiteral kStaticTlsFlags[] = {
+    "-O2", "-w", "-fno-strict-aliasing", "-U_FORTIFY_SOURCE",
+    "-DSTRATA_SIMT_STATIC_TLS"};
 
 /// The kernels of a module's source (see Driver.h for the dialect), and
 /// which of them synchronize: their body, or a function they call
@@ -188,6 +192,24 @@ public:
     return llvm::Error::success();
   }
 
+  llvm::Expected<void *> allocateHost(int64_t bytes) override {
+    size_t size = size_t((std::max<int64_t>(bytes, 1) + 4095) / 4096 * 4096);
+    void *p = std::aligned_alloc(4096, size);
+    if (!p)
+      return err("out of host memory for " + llvm::Twine(bytes) + " bytes");
+    std::lock_guard<std::mutex> lock(mu_);
+    hostAllocations_.insert(p);
+    return p;
+  }
+  llvm::Error freeHost(void *p) override {
+    streams_.drain(); // after the copies that may read it
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!hostAllocations_.erase(p))
+      return err("freeHost of memory allocateHost did not return");
+    std::free(p);
+    return llvm::Error::success();
+  }
+
   llvm::Expected<StreamHandle> createStream() override {
     return toHandle(streams_.createStream());
   }
@@ -258,26 +280,7 @@ public:
   llvm::Error gemm(const Gemm &g, StreamHandle s) override {
     if (auto e = checkGemm(g))
       return e;
-    return enqueue(s, "gemm", [g] {
-      int64_t size = g.f64 ? 8 : 4;
-      auto ta = g.transA ? CblasTrans : CblasNoTrans;
-      auto tb = g.transB ? CblasTrans : CblasNoTrans;
-      for (int64_t i = 0; i < g.batch; ++i) {
-        char *a = reinterpret_cast<char *>(g.A) + i * g.strideA * size;
-        char *b = reinterpret_cast<char *>(g.B) + i * g.strideB * size;
-        char *c = reinterpret_cast<char *>(g.C) + i * g.strideC * size;
-        if (g.f64)
-          cblas_dgemm(CblasColMajor, ta, tb, g.m, g.n, g.k, g.alpha,
-                      reinterpret_cast<double *>(a), g.lda,
-                      reinterpret_cast<double *>(b), g.ldb, g.beta,
-                      reinterpret_cast<double *>(c), g.ldc);
-        else
-          cblas_sgemm(CblasColMajor, ta, tb, g.m, g.n, g.k, float(g.alpha),
-                      reinterpret_cast<float *>(a), g.lda,
-                      reinterpret_cast<float *>(b), g.ldb, float(g.beta),
-                      reinterpret_cast<float *>(c), g.ldc);
-      }
-    });
+    return enqueue(s, "gemm", [g] { runReferenceGemm(g); });
   }
 
   llvm::Expected<std::unique_ptr<Module>>
@@ -292,19 +295,33 @@ public:
               "(int op, const strata_simt::Launch *l, void **p, void *a) "
               "{ return strata_simt::entry(&" +
               k + ", op, l, p, a); }\n";
-    auto lib = buildSharedLibrary(text, kFlags, "interpret");
-    if (!lib)
-      return err(name + ": " + llvm::toString(lib.takeError()));
-    // Never closed: kernels may be queued when the module goes.
-    void *handle = dlopen(lib->c_str(), RTLD_NOW | RTLD_LOCAL);
+    // The fast build (Simt.h's state in static TLS) first; the process
+    // may have no static TLS left for it (glibc keeps a small surplus for
+    // dlopen), then the general-dynamic one.
+    void *handle = nullptr;
+    std::string lib, why;
+    for (llvm::ArrayRef<llvm::StringLiteral> flags :
+         {llvm::ArrayRef<llvm::StringLiteral>(kStaticTlsFlags),
+          llvm::ArrayRef<llvm::StringLiteral>(kFlags)}) {
+      auto built = buildSharedLibrary(text, flags, "interpret");
+      if (!built)
+        return err(name + ": " + llvm::toString(built.takeError()));
+      lib = *built;
+      // Never closed: kernels may be queued when the module goes.
+      if ((handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+      why = dlerror();
+      if (!llvm::StringRef(why).contains("static TLS"))
+        break;
+    }
     if (!handle)
-      return err("cannot load " + *lib + " (" + dlerror() + ")");
+      return err("cannot load " + lib + " (" + why + ")");
     auto module = std::make_unique<InterpretModule>();
     for (const std::string &k : kernels.names) {
       auto entry = reinterpret_cast<EntryFn>(
           dlsym(handle, ("strata_simt_entry_" + k).c_str()));
       if (!entry)
-        return err(*lib + " has no entry point for kernel " + k);
+        return err(lib + " has no entry point for kernel " + k);
       module->kernels[k] = Kernel{k, entry, kernels.synchronizing.count(k) > 0};
     }
     return std::unique_ptr<Module>(std::move(module));
@@ -371,30 +388,26 @@ private:
                " is outside every device allocation");
   }
 
-  /// The descriptor is consistent (as cuBLASLt checks) and every matrix it
-  /// reads or writes lies in an allocation.
+  /// The descriptor is consistent (as cuBLASLt checks) and every matrix and
+  /// vector it reads or writes lies in an allocation.
   llvm::Error checkGemm(const Gemm &g) {
-    int64_t rowsA = g.transA ? g.k : g.m, colsA = g.transA ? g.m : g.k;
-    int64_t rowsB = g.transB ? g.n : g.k, colsB = g.transB ? g.k : g.n;
-    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0 ||
-        g.lda < std::max<int64_t>(1, rowsA) ||
-        g.ldb < std::max<int64_t>(1, rowsB) ||
-        g.ldc < std::max<int64_t>(1, g.m))
-      return err("gemm: invalid descriptor (m " + llvm::Twine(g.m) + ", n " +
-                 llvm::Twine(g.n) + ", k " + llvm::Twine(g.k) + ", lda " +
-                 llvm::Twine(g.lda) + ", ldb " + llvm::Twine(g.ldb) + ", ldc " +
-                 llvm::Twine(g.ldc) + ")");
-    int64_t size = g.f64 ? 8 : 4;
-    auto span = [&](int64_t ld, int64_t cols, int64_t rows, int64_t stride) {
-      return ((g.batch - 1) * stride + (cols - 1) * ld + rows) * size;
-    };
-    if (auto e =
-            checkRange(g.A, span(g.lda, colsA, rowsA, g.strideA), "gemm's A"))
+    if (auto e = checkGemmDescriptor(g))
       return e;
-    if (auto e =
-            checkRange(g.B, span(g.ldb, colsB, rowsB, g.strideB), "gemm's B"))
-      return e;
-    return checkRange(g.C, span(g.ldc, g.n, g.m, g.strideC), "gemm's C");
+    struct Operand {
+      char which;
+      DevicePtr ptr;
+      const char *name;
+    } operands[] = {{'A', g.A, "gemm's A"},
+                    {'B', g.B, "gemm's B"},
+                    {'C', g.C, "gemm's C"},
+                    {'X', g.aux, "gemm's aux"}};
+    for (const Operand &o : operands)
+      if (int64_t span = gemmSpan(g, o.which))
+        if (auto e = checkRange(o.ptr, span, o.name))
+          return e;
+    if (g.bias)
+      return checkRange(g.bias, g.m * dtypeBytes(g.c), "gemm's bias");
+    return llvm::Error::success();
   }
 
   llvm::Error enqueue(StreamHandle s, const char *what,
@@ -437,6 +450,7 @@ private:
   HostStreams streams_;
   std::mutex mu_;
   std::map<DevicePtr, Allocation> allocations_;
+  std::set<void *> hostAllocations_;
   int64_t allocated_ = 0;
   std::vector<std::unique_ptr<HostEvent>> events_;
 };

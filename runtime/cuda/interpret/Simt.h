@@ -5,7 +5,8 @@
 // a GPU runs on the CPU. Each block of a launch runs on the calling host
 // thread; when the kernel synchronizes (__syncthreads, __syncwarp, warp
 // shuffles) each of its threads is a fiber (made once per host thread with
-// makecontext, switched with _setjmp/_longjmp) and a scheduler runs
+// makecontext, switched with GCC's __builtin_setjmp / __builtin_longjmp,
+// which save only what the switch needs and call no libc) and a scheduler runs
 // them until each waits at a barrier or exits, then releases the barrier:
 // a block barrier when every thread of the block waits at one, a warp
 // barrier when every live thread of the warp does. Threads waiting at
@@ -31,7 +32,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <setjmp.h>
 #include <tuple>
 #include <type_traits>
 #include <ucontext.h>
@@ -72,7 +72,7 @@ struct Block {
   Thread *threads = nullptr;
   int count = 0;
   Thread *current = nullptr;
-  jmp_buf scheduler;
+  void *scheduler[5]; // __builtin_setjmp's buffer
   void (*run)(void *) = nullptr; // the kernel body of one thread
   void *body = nullptr;
   // Warp exchange slots, double-buffered by generation (a lane reads the
@@ -83,23 +83,41 @@ struct Block {
   bool fibers = false;
 };
 
-static thread_local Block *current = nullptr;
-
 /// Fiber i of this host thread runs GPU thread i of each block, one after
-/// another: made once (makecontext), then switched with _setjmp/_longjmp,
-/// which, unlike swapcontext, make no system call.
+/// another: made once (makecontext), then switched with __builtin_setjmp /
+/// __builtin_longjmp, which, unlike swapcontext, make no system call and,
+/// unlike _longjmp, do not walk pthread cleanup handlers.
 struct Fiber {
-  jmp_buf jump;
+  void *jump[5]; // __builtin_setjmp's buffer
   bool alive = false;
 };
-static thread_local Fiber fibers[1024];
-static thread_local char *fiberStacks = nullptr;
+struct Fibers {
+  Fiber fiber[1024];
+  char *stacks = nullptr;
+};
+
+// The host thread's state, reached on every threadIdx and barrier: 8 bytes
+// of TLS each. With STRATA_SIMT_STATIC_TLS they live in the static TLS
+// block (initial-exec), so no access calls __tls_get_addr as the
+// general-dynamic model of a dlopen-ed library does; the driver falls back
+// to that model where the process has no static TLS left for them.
+#ifdef STRATA_SIMT_STATIC_TLS
+#define STRATA_SIMT_TLS                                                        \
+  static thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define STRATA_SIMT_TLS static thread_local
+#endif
+STRATA_SIMT_TLS Block *current = nullptr;
+STRATA_SIMT_TLS Fibers *fibers = nullptr;
+
+/// Jumps to `buf` (set by __builtin_setjmp in another function: GCC's rule).
+[[gnu::noinline]] inline void jumpTo(void **buf) { __builtin_longjmp(buf, 1); }
 
 /// Back to the scheduler from the running fiber.
 inline void yieldToScheduler() {
   Block &b = *current;
-  if (!_setjmp(fibers[b.current->linear].jump))
-    _longjmp(b.scheduler, 1);
+  if (!__builtin_setjmp(fibers->fiber[b.current->linear].jump))
+    jumpTo(b.scheduler);
 }
 
 inline void fiberMain() {
@@ -208,8 +226,10 @@ template <typename Body> void runBlock(Block &b, Body &body) {
   }
   b.run = [](void *p) { (*static_cast<Body *>(p))(); };
   b.body = &body;
-  if (!fiberStacks)
-    fiberStacks = static_cast<char *>(std::malloc(kStackBytes * 1024));
+  if (!fibers) {
+    fibers = new Fibers();
+    fibers->stacks = static_cast<char *>(std::malloc(kStackBytes * 1024));
+  }
   for (int i = 0; i < b.count; ++i) {
     b.threads[i].wait = Wait::Running;
     b.threads[i].shuffles = 0;
@@ -220,14 +240,15 @@ template <typename Body> void runBlock(Block &b, Body &body) {
       if (t.wait != Wait::Running)
         continue;
       b.current = &t;
-      if (_setjmp(b.scheduler))
+      if (__builtin_setjmp(b.scheduler))
         continue; // the fiber waits or is done
-      if (fibers[i].alive)
-        _longjmp(fibers[i].jump, 1);
-      fibers[i].alive = true;
+      Fiber &f = fibers->fiber[i];
+      if (f.alive)
+        jumpTo(f.jump);
+      f.alive = true;
       ucontext_t start, here;
       getcontext(&start);
-      start.uc_stack.ss_sp = fiberStacks + kStackBytes * i;
+      start.uc_stack.ss_sp = fibers->stacks + kStackBytes * i;
       start.uc_stack.ss_size = kStackBytes;
       start.uc_link = nullptr;
       makecontext(&start, &fiberMain, 0);
@@ -240,7 +261,7 @@ template <typename Body> void runBlock(Block &b, Body &body) {
                "(a __syncthreads or warp shuffle not reached by every "
                "live thread of its block or warp)");
           // Fibers stopped mid-kernel start afresh next time.
-          for (Fiber &f : fibers)
+          for (Fiber &f : fibers->fiber)
             f.alive = false;
           return;
         }

@@ -1,0 +1,130 @@
+//===- FoldedLaunches.cpp - Launches the CUDA device reshapes -------------===//
+//
+// CudaDevice's launches that differ from one kernel per node:
+//  - AdamW updates (and the clip muls they fold) deferred into one batched
+//    launch (AdamWBatch.h), flushed before anything that may touch their
+//    memory;
+//  - a matmul whose product the next node accumulates into a gradient
+//    buffer, run with that add as one GEMM with beta = 1 (MatmulGemm.h);
+//  - 16-bit nodes run on f32 copies (Widen.h).
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/AdamWBatch.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/MatmulGemm.h"
+#include "runtime/cuda/Widen.h"
+
+namespace strata {
+
+llvm::Expected<void *> CudaDevice::widenScratch(cuda::StreamHandle s,
+                                                int64_t bytes) {
+  for (auto &w : widenScratch_)
+    if (w.stream == s && w.bytes >= bytes)
+      return reinterpret_cast<void *>(w.ptr);
+  auto p = driver_->allocate(bytes);
+  if (!p)
+    return p.takeError();
+  // A smaller buffer of the stream may still be read by queued work: it
+  // stays until the device goes.
+  for (auto &w : widenScratch_)
+    if (w.stream == s)
+      w.stream = nullptr;
+  widenScratch_.push_back({s, *p, bytes});
+  return reinterpret_cast<void *>(*p);
+}
+
+llvm::Error CudaDevice::launchWidened(const Graph &g, const Node &node,
+                                      llvm::ArrayRef<const void *> operands,
+                                      llvm::ArrayRef<void *> results,
+                                      const LaunchContext &ctx,
+                                      const Graph &body,
+                                      cuda::OpLauncher launcher) {
+  cuda::StreamHandle s = stream(ctx.stream);
+  // f32 copies of the 16-bit operands and results, 256-byte aligned.
+  std::vector<int64_t> offset(operands.size() + results.size(), -1);
+  int64_t total = 0;
+  auto place = [&](size_t slot, const TensorType &t) {
+    if (!cuda::isFloat16(t.dtype))
+      return;
+    offset[slot] = total;
+    total += (t.numElements() * 4 + 255) / 256 * 256;
+  };
+  for (size_t k = 0; k < operands.size(); ++k)
+    place(k, g.type(node.operands[k]));
+  for (size_t r = 0; r < results.size(); ++r)
+    place(operands.size() + r, g.type(node.results[r]));
+  auto base = widenScratch(s, std::max<int64_t>(total, 1));
+  if (!base)
+    return base.takeError();
+  auto at = [&](size_t slot) { return static_cast<char *>(*base) + offset[slot]; };
+  std::vector<const void *> wops(operands.begin(), operands.end());
+  std::vector<void *> wres(results.begin(), results.end());
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (offset[k] < 0)
+      continue;
+    const TensorType &t = g.type(node.operands[k]);
+    wops[k] = at(k);
+    if (auto e = cuda::widen(*opKernels_, s, t.dtype, operands[k], at(k),
+                             t.numElements()))
+      return e;
+  }
+  for (size_t r = 0; r < results.size(); ++r)
+    if (offset[operands.size() + r] >= 0)
+      wres[r] = at(operands.size() + r);
+  llvm::Error e =
+      launcher ? launcher({*opKernels_, body, body.node(0), wops, wres, ctx, s})
+               : launchGenerated(node, wops, wres, ctx);
+  if (e)
+    return e;
+  for (size_t r = 0; r < results.size(); ++r) {
+    const TensorType &t = g.type(node.results[r]);
+    if (offset[operands.size() + r] >= 0)
+      if (auto e = cuda::narrow(*opKernels_, s, t.dtype, wres[r], results[r],
+                                t.numElements()))
+        return e;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error CudaDevice::flushMatmul() {
+  if (!pendingMatmul_)
+    return llvm::Error::success();
+  PendingMatmul p = *pendingMatmul_;
+  pendingMatmul_.reset();
+  return driver_->gemm(cuda::matmulGemm(*p.g, *p.matmul, p.a, p.b, p.c),
+                       stream(p.stream));
+}
+
+llvm::Error CudaDevice::accumulateMatmul(const Graph &g,
+                                         llvm::ArrayRef<const void *> operands,
+                                         llvm::ArrayRef<void *> results,
+                                         const LaunchContext &ctx) {
+  PendingMatmul p = *pendingMatmul_;
+  pendingMatmul_.reset();
+  {
+    std::lock_guard<std::mutex> lock(adamwMu_);
+    if (adamw_->conflicts(g, *p.add, operands, results, stream(ctx.stream)))
+      if (auto e = adamw_->flush())
+        return e;
+  }
+  cuda::StreamHandle s = stream(ctx.stream);
+  if (results[0] != operands[0]) // the sum goes elsewhere: start from acc
+    if (auto e = driver_->copyOnDevice(cuda::DevicePtr(results[0]),
+                                       cuda::DevicePtr(operands[0]),
+                                       g.type(p.add->results[0]).bytes(), s))
+      return e;
+  cuda::Gemm gm = cuda::matmulGemm(*p.g, *p.matmul, p.a, p.b, results[0]);
+  gm.beta = 1;
+  return driver_->gemm(gm, s);
+}
+
+void CudaDevice::flushDeferred() {
+  note(flushMatmul());
+  std::lock_guard<std::mutex> lock(adamwMu_);
+  if (adamw_ && !adamw_->empty())
+    note(adamw_->flush());
+}
+
+int64_t CudaDevice::adamwLaunches() const { return adamw_->launches(); }
+
+} // namespace strata
