@@ -13,9 +13,15 @@
 #
 # `device` unpacks it, prints the environment (glibc, driver, where
 # cuBLASLt / NVRTC / NCCL are: /usr/local/cuda/lib64 or the venv's nvidia/*
-# wheels), runs the `gpu` tests, one training step under compute-sanitizer
-# memcheck and gpt_tiny on the GPU against the CPU, writing everything under
-# $OUT (default ./gpu-out), in well under 8 minutes.
+# wheels), runs the `gpu` tests (the hand-written kernels, batched AdamW and
+# the 16-bit conversions included), gpt_tiny on the GPU against the CPU in
+# f32 and bf16, one training step under compute-sanitizer memcheck, and the
+# step-time table: GPT-2 124M's transformer at sequence 1024 on strata (f32,
+# bf16) and on PyTorch (eager f32, eager bf16 autocast, torch.compile bf16;
+# bench/torch_gpu_step.py, the same model and GPU), writing everything under
+# $OUT (default ./gpu-out). Each stage starts only while the run is under
+# 7 minutes (the machine is lent for 8). Without a GPU it says so and exits
+# 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +43,10 @@ bundle() {
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$stage/lib/"; done
   cp -r examples "$stage/"
+  mkdir -p "$stage/bench" "$stage/test/reference" "$stage/data"
+  cp bench/torch_gpu_step.py bench/gpt2_124m_char.textproto "$stage/bench/"
+  cp test/reference/torch_models.py "$stage/test/reference/"
+  cp ../shared/data/tinyshakespeare.txt "$stage/data/"
   cp scripts/gpu_check.sh "$stage/"
   tar -C "$out" -czf "$out/strata-gpu.tar.gz" strata-gpu
   local size
@@ -88,22 +98,70 @@ device() {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv || true
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   } | tee "$out/environment.txt"
-  local S="$here/bin/strata" status=0
+  local S="$here/bin/strata" status=0 text="$here/data/tinyshakespeare.txt"
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu_check: no GPU here (nvidia-smi -L fails); nothing to run" |
+      tee "$out/skipped.txt"
+    return 0
+  fi
+  # A stage starts only before this many seconds (the machine: 8 minutes).
+  local deadline=420
+  in_time() {
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      echo "== skipped (past ${deadline} s): $1" | tee -a "$out/skipped.txt"
+      return 1
+    fi
+  }
   echo "== gpu tests" | tee "$out/gpu_tests.txt"
   timeout 240 "$here/bin/cuda_gpu_test" 2>&1 | tee -a "$out/gpu_tests.txt" ||
     status=1
-  echo "== gpt_tiny: cuda against cpu" | tee "$out/train.txt"
-  for dev in cpu cuda; do
-    timeout 120 "$S" train "$here/examples/gpt_tiny.textproto" --steps 10 \
-      --device "$dev" --out "$out/run-$dev" --overwrite 2>&1 |
-      tail -3 | tee -a "$out/train.txt" || status=1
-  done
-  if command -v compute-sanitizer >/dev/null; then
+  if in_time "gpt_tiny"; then
+    echo "== gpt_tiny: cuda against cpu" | tee "$out/train.txt"
+    for run in "cpu f32" "cuda f32" "cpu bf16" "cuda bf16"; do
+      set -- $run
+      timeout 120 "$S" train "$here/examples/gpt_tiny.textproto" --steps 10 \
+        --data "$text" --device "$1" --precision "$2" \
+        --out "$out/run-$1-$2" --overwrite 2>&1 |
+        tail -3 | tee -a "$out/train.txt" || status=1
+    done
+  fi
+  if command -v compute-sanitizer >/dev/null && in_time "memcheck"; then
     echo "== memcheck: one step" | tee "$out/memcheck.txt"
     timeout 180 compute-sanitizer --tool memcheck "$S" train \
       "$here/examples/gpt_tiny.textproto" --steps 1 --device cuda \
-      --out "$out/run-memcheck" --overwrite 2>&1 | tail -20 |
+      --data "$text" --out "$out/run-memcheck" --overwrite 2>&1 | tail -20 |
       tee -a "$out/memcheck.txt" || status=1
+  fi
+  benchmark "$here" "$out" "$text" || status=1
+  return $status
+}
+
+# The step-time table (GPT-2 124M's transformer, sequence 1024, micro batch
+# 8): strata's tokens_per_s from metrics.jsonl (the mean of steps 4-10, after
+# NVRTC and warm-up) and bench/torch_gpu_step.py's, into $out/benchmark.txt.
+benchmark() {
+  local here=$1 out=$2 text=$3 spec="$1/bench/gpt2_124m_char.textproto"
+  local table="$out/benchmark.txt" status=0
+  echo "== benchmark: GPT-2 124M transformer, seq 1024, micro batch 8" |
+    tee "$table"
+  for precision in f32 bf16; do
+    in_time "strata $precision" || continue
+    local run="$out/bench-strata-$precision"
+    timeout 150 "$here/bin/strata" train "$spec" --device cuda --steps 10 \
+      --data "$text" --precision "$precision" --log-every 1 --out "$run" \
+      --overwrite >"$run.log" 2>&1 || status=1
+    python3 - "$run/metrics.jsonl" "$precision" <<'PY' | tee -a "$table"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
+tok = [r["tokens_per_s"] for r in rows[3:]] or [r["tokens_per_s"] for r in rows]
+mean = sum(tok) / len(tok)
+print(f"strata {sys.argv[2]} ms_per_step {8 * 1024 * 1000 / mean:.1f} "
+      f"tokens_per_s {mean:.0f}")
+PY
+  done
+  if in_time "pytorch"; then
+    timeout $((deadline + 60 - SECONDS)) python3 "$here/bench/torch_gpu_step.py" \
+      --batch 8 --seq 1024 --vocab 65 2>&1 | tee -a "$table" || status=1
   fi
   return $status
 }
