@@ -20,5 +20,10 @@ tok = [r["tokens_per_s"] for r in rows if "tokens_per_s" in r]
 print(f"final val loss {val[-1]['val_loss']:.4f} at step {val[-1]['step']} "
       f"(nanoGPT: 1.88; target <= 1.90)")
 print(f"mean throughput {sum(tok)/len(tok):.0f} tokens/s over {len(tok)} steps")
+scaled = [r for r in rows if "loss_scale" in r]
+if scaled:  # --precision fp16 (or --loss-scale): Megatron's loss scaling
+    skipped = [r["step"] for r in scaled if r["skipped"]]
+    print(f"loss scale {scaled[-1]['loss_scale']:g} at the end; "
+          f"{len(skipped)} skipped steps {skipped[:20]}")
 sys.exit(0 if val[-1]["val_loss"] <= 1.90 else 1)
 PY
