@@ -25,6 +25,7 @@
 
 #include "codegen/NvrtcCompiler.h"
 #include "ir/IRText.h"
+#include "runtime/kernels/Float16.h"
 #include "test/codegen/TestGraphs.h"
 #include "test/cuda/RecordingDriver.h"
 
@@ -55,8 +56,15 @@ Outcome runBoth(const std::string &ir) {
   for (ValueId v : g->inputs()) { // 16-bit ones: f32 values rounded once
     TensorType t = g->type(v), wide = t;
     wide.dtype = DType::F32;
-    in.push_back(
-        test::randomTensor(wide, rng, -1.0, 1.0).castTo(t.dtype));
+    HostTensor f = test::randomTensor(wide, rng, -1.0, 1.0);
+    if (t.dtype != DType::BF16) {
+      in.push_back(std::move(f));
+      continue;
+    }
+    HostTensor h(t);
+    kernels::floatToBf16(f.data<float>(), static_cast<uint16_t *>(h.raw()),
+                         f.numElements());
+    in.push_back(std::move(h));
   }
   CpuDevice cpu;
   auto cpuExe = Executable::create(*g, cpu);
@@ -87,6 +95,13 @@ Outcome runBoth(const std::string &ir) {
   return run;
 }
 
+/// Element k of `t` as a double (bf16 included).
+double valueAt(const HostTensor &t, int64_t k) {
+  if (t.dtype() == DType::BF16)
+    return kernels::bf16ToFloat(static_cast<const uint16_t *>(t.raw())[k]);
+  return t.get(k);
+}
+
 void expectClose(const Outcome &run, double tol) {
   ASSERT_EQ(run.cuda.size(), run.cpu.size());
   ASSERT_FALSE(run.cpu.empty());
@@ -95,7 +110,7 @@ void expectClose(const Outcome &run, double tol) {
     double worst = 0;
     int64_t at = 0;
     for (int64_t k = 0; k < run.cpu[i].numElements(); ++k) {
-      double want = run.cpu[i].get(k), got = run.cuda[i].get(k);
+      double want = valueAt(run.cpu[i], k), got = valueAt(run.cuda[i], k);
       double d = std::abs(got - want) / std::max(1.0, std::abs(want));
       if (!(d <= worst)) { // NaN counts as worst
         worst = d;
@@ -103,8 +118,8 @@ void expectClose(const Outcome &run, double tol) {
       }
     }
     EXPECT_LE(worst, tol) << "output " << i << " element " << at << ": cuda "
-                          << run.cuda[i].get(at) << ", cpu "
-                          << run.cpu[i].get(at);
+                          << valueAt(run.cuda[i], at) << ", cpu "
+                          << valueAt(run.cpu[i], at);
   }
 }
 
