@@ -255,13 +255,6 @@ bool GradReducer::reducesOverDp() const {
   return false;
 }
 
-std::vector<int64_t> GradReducer::bucketBytes() const {
-  std::vector<int64_t> out;
-  for (const auto &b : buckets_)
-    out.push_back(b->bytes);
-  return out;
-}
-
 void GradReducer::beginStep(int64_t microbatches, const LaunchContext &ctx) {
   microbatches_ = microbatches;
   ctx_ = ctx;

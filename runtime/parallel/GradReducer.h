@@ -92,9 +92,6 @@ public:
   /// rank holds no such gradient.
   const void *optimizerInput(llvm::StringRef name) const;
 
-  /// The buckets' sizes in bytes, in issue order (for tests and docs).
-  std::vector<int64_t> bucketBytes() const;
-
 private:
   struct Bucket;
   explicit GradReducer(Device &device);

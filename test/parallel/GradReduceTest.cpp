@@ -7,7 +7,9 @@
 //    and small buckets vs one: the losses of three steps and every
 //    parameter and moment afterwards are bitwise equal (the same operations
 //    on the same bytes; reductions are deterministic), for dp 2 and dp 2
-//    ZeRO-1, GPT and Llama, on the CPU devices;
+//    ZeRO-1, GPT and Llama, on the CPU devices and on interpret-mode CUDA
+//    devices (NCCL emulated over Gloo, the collectives on the dp
+//    communicator's stream);
 //  - the overlap is real: with a trace, a bucket's all_reduce starts on the
 //    reduction stream before the last backward program ends.
 // Agreement with the serial plan (1e-5) is ParallelTrainingTest's matrix.
@@ -208,7 +210,11 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Case{"gpt_dp2_cpu", false, false, Backend::Cpu},
                     Case{"gpt_dp2_zero_cpu", false, true, Backend::Cpu},
                     Case{"llama_dp2_cpu", true, false, Backend::Cpu},
-                    Case{"llama_dp2_zero_cpu", true, true, Backend::Cpu}),
+                    Case{"llama_dp2_zero_cpu", true, true, Backend::Cpu},
+                    Case{"gpt_dp2_zero_interpret", false, true,
+                         Backend::CudaInterpret},
+                    Case{"llama_dp2_interpret", true, false,
+                         Backend::CudaInterpret}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace
