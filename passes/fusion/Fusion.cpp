@@ -5,6 +5,7 @@
 #include "passes/autodiff/Autodiff.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <queue>
@@ -41,7 +42,9 @@ class FusedGraphBuilder {
 public:
   FusedGraphBuilder(const Graph &g, const std::vector<FusionGroup> &groups)
       : g_(g), groups_(groups), users_(g.users()),
-        map_(g.numValues(), kNoValue) {
+        map_(g.numValues(), kNoValue), isOutput_(g.numValues(), false) {
+    for (ValueId v : g.outputs())
+      isOutput_[v] = true;
     for (const Node &n : g.nodes())
       if (n.op == OpKind::Fused)
         usedKernels_.insert(n.attrs.getString("kernel"));
@@ -58,6 +61,7 @@ private:
   const std::vector<FusionGroup> &groups_;
   std::vector<llvm::SmallVector<int32_t, 2>> users_;
   std::vector<ValueId> map_; // old value -> value of out_
+  std::vector<bool> isOutput_;
   llvm::StringSet<> usedKernels_;
   int64_t nextKernel_ = 0;
   Graph out_;
@@ -166,19 +170,19 @@ void FusedGraphBuilder::emitGroup(const FusionGroup &group) {
   for (int32_t m : group.members)
     if (m != group.anchor)
       order.push_back(m);
-  auto isMember = [&](int32_t n) {
-    return llvm::is_contained(group.members, n);
+  auto isMember = [&](int32_t n) { // members are sorted
+    return std::binary_search(group.members.begin(), group.members.end(), n);
   };
 
   llvm::SmallVector<ValueId, 8> inputs, outputs;
+  llvm::DenseSet<ValueId> isInput;
   for (int32_t m : order)
     for (ValueId v : g_.node(m).operands)
-      if (!isMember(g_.value(v).defNode) && !llvm::is_contained(inputs, v))
+      if (!isMember(g_.value(v).defNode) && isInput.insert(v).second)
         inputs.push_back(v);
   for (int32_t m : order)
     for (ValueId r : g_.node(m).results)
-      if (llvm::is_contained(g_.outputs(), r) ||
-          !llvm::all_of(users_[r], isMember))
+      if (isOutput_[r] || !llvm::all_of(users_[r], isMember))
         outputs.push_back(r);
   // A group nothing reads is dead code: a fused node needs a result, and
   // removing code is dce's job, so its nodes stay as they are.

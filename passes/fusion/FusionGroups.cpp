@@ -27,8 +27,8 @@ class Grouper {
 public:
   Grouper(const Graph &g, const FusionOptions &options)
       : g_(g), options_(options), users_(g.users()),
-        groupOf_(g.nodes().size(), -1), mark_(g.nodes().size(), 0),
-        taint_(g.nodes().size(), 0), isOutput_(g.numValues(), false) {
+        groupOf_(g.nodes().size(), -1), seen_(g.nodes().size(), 0),
+        isOutput_(g.numValues(), false) {
     for (ValueId v : g.outputs())
       isOutput_[v] = true;
   }
@@ -48,12 +48,14 @@ private:
   /// Merges group b into group a if the rules allow; returns whether a and b
   /// are one group afterwards.
   bool tryMerge(int32_t a, int32_t b);
-  /// No path from `members` through a non-member back into `members`.
-  bool isConvex(llvm::ArrayRef<int32_t> members);
-  /// Some member reads a column sum of the members, or a row op's dw / db
-  /// (complete only after the kernel's loop). Members are the nodes marked
-  /// by the last isConvex call, which must have returned true.
-  bool readsOwnSum(llvm::ArrayRef<int32_t> members) const;
+  /// Whether groups a and b may become one kernel. Each is convex and reads
+  /// none of its own column sums alone, so only what lies between them is
+  /// checked, walking from the smaller: no path leaves one and enters the
+  /// other through other nodes, and neither reads a column sum or a row
+  /// op's dw / db of the other (complete only after the kernel's loop).
+  bool canJoin(int32_t a, int32_t b);
+  /// Moves group b's members into group a.
+  void join(int32_t a, int32_t b);
   /// Adds column sum `node` to the group of its operand's producer.
   void joinAsColumnSum(int32_t node);
   /// A matmul that may lead the group of `consumer` (its only user).
@@ -64,9 +66,9 @@ private:
   std::vector<llvm::SmallVector<int32_t, 2>> users_;
   std::vector<int32_t> groupOf_;
   std::vector<Group> groups_;
-  // Scratch for isConvex: members (mark_) and non-members the group reaches
-  // (taint_), valid while equal to stamp_.
-  std::vector<uint32_t> mark_, taint_;
+  // Scratch for canJoin: the nodes a walk has visited, valid while equal to
+  // stamp_.
+  std::vector<uint32_t> seen_;
   uint32_t stamp_ = 0;
   std::vector<bool> isOutput_;
 };
@@ -86,50 +88,85 @@ int32_t Grouper::newGroup(int32_t node, Lead lead) {
   return groupOf_[node];
 }
 
-bool Grouper::isConvex(llvm::ArrayRef<int32_t> members) {
-  ++stamp_;
-  for (int32_t m : members)
-    mark_[m] = stamp_;
-  // Walk forward from the group through non-members up to its last member:
-  // reaching a member again closes a path that leaves the group and comes
-  // back. Only what the group reaches is visited, not every node between
-  // its first and last member (an optimizer update's members are thousands
-  // of nodes apart).
-  int32_t last = members.back();
-  llvm::SmallVector<int32_t, 32> work;
-  auto reach = [&](int32_t from) {
-    for (ValueId r : g_.node(from).results)
-      for (int32_t u : users_[r])
-        if (u <= last && mark_[u] != stamp_ && taint_[u] != stamp_) {
-          taint_[u] = stamp_;
-          work.push_back(u);
-        }
-  };
-  for (int32_t m : members)
-    reach(m);
-  while (!work.empty()) {
-    int32_t n = work.pop_back_val();
-    for (ValueId r : g_.node(n).results)
-      for (int32_t u : users_[r])
-        if (u <= last && mark_[u] == stamp_)
-          return false;
-    reach(n);
-  }
-  return true;
+/// Whether `v`, made by `def`, is complete only after a kernel's loop: a
+/// column sum, or a row op's dw / db.
+static bool isSumResult(const Node &def, ValueId v) {
+  return def.op == OpKind::ReduceSum ||
+         (rowOpOperands(def.op) && v != def.results[0]);
 }
 
-bool Grouper::readsOwnSum(llvm::ArrayRef<int32_t> members) const {
-  for (int32_t m : members)
-    for (ValueId v : g_.node(m).operands) {
+bool Grouper::canJoin(int32_t a, int32_t b) {
+  if (groups_[a].g.members.size() > groups_[b].g.members.size())
+    std::swap(a, b);
+  llvm::ArrayRef<int32_t> small = groups_[a].g.members,
+                          big = groups_[b].g.members;
+  auto in = [&](int32_t n, int32_t grp) { return groupOf_[n] == grp; };
+  for (int32_t m : small) {
+    const Node &node = g_.node(m);
+    for (ValueId v : node.operands) {
       int32_t p = g_.value(v).defNode;
-      if (p < 0 || mark_[p] != stamp_)
-        continue;
-      const Node &def = g_.node(p);
-      if (def.op == OpKind::ReduceSum ||
-          (rowOpOperands(def.op) && v != def.results[0]))
-        return true;
+      if (p >= 0 && in(p, b) && isSumResult(g_.node(p), v))
+        return false;
     }
-  return false;
+    for (ValueId r : node.results)
+      if (isSumResult(node, r) &&
+          llvm::any_of(users_[r], [&](int32_t u) { return in(u, b); }))
+        return false;
+  }
+  // Forward from the small group through other nodes up to the big one's
+  // last member, then backward down to its first: reaching the big group
+  // closes a path that leaves the union and comes back.
+  llvm::SmallVector<int32_t, 32> work;
+  auto walk = [&](bool forward) {
+    ++stamp_;
+    auto next = [&](int32_t n, auto &&visit) {
+      if (forward) {
+        for (ValueId r : g_.node(n).results)
+          for (int32_t u : users_[r])
+            visit(u);
+      } else {
+        for (ValueId v : g_.node(n).operands)
+          if (int32_t p = g_.value(v).defNode; p >= 0)
+            visit(p);
+      }
+    };
+    auto inRange = [&](int32_t n) {
+      return forward ? n <= big.back() : n >= big.front();
+    };
+    auto enqueue = [&](int32_t n) {
+      if (!in(n, a) && !in(n, b) && inRange(n) && seen_[n] != stamp_) {
+        seen_[n] = stamp_;
+        work.push_back(n);
+      }
+    };
+    for (int32_t m : small)
+      next(m, enqueue);
+    bool reached = false;
+    while (!work.empty() && !reached) {
+      next(work.pop_back_val(), [&](int32_t n) {
+        reached |= in(n, b);
+        enqueue(n);
+      });
+    }
+    work.clear();
+    return reached;
+  };
+  return !walk(/*forward=*/true) && !walk(/*forward=*/false);
+}
+
+void Grouper::join(int32_t a, int32_t b) {
+  Group &ga = groups_[a], &gb = groups_[b];
+  llvm::SmallVectorImpl<int32_t> &m = ga.g.members;
+  size_t mid = m.size();
+  m.append(gb.g.members.begin(), gb.g.members.end());
+  if (mid && m[mid - 1] > m[mid])
+    std::inplace_merge(m.begin(), m.begin() + mid, m.end());
+  ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
+  ga.g.row = std::max(ga.g.row, gb.g.row);
+  for (int32_t n : gb.g.members)
+    groupOf_[n] = a;
+  gb.alive = false;
+  gb.g.members.clear();
 }
 
 void Grouper::joinAsColumnSum(int32_t node) {
@@ -137,16 +174,17 @@ void Grouper::joinAsColumnSum(int32_t node) {
   int32_t p = g_.value(n.operands[0]).defNode;
   if (p < 0 || groupOf_[p] < 0 || groups_[groupOf_[p]].g.anchor == p)
     return;
-  Group &grp = groups_[groupOf_[p]];
-  if (grp.backward != isBackward(n) ||
-      grp.domain != g_.type(n.operands[0]).shape)
+  int32_t target = groupOf_[p];
+  if (groups_[target].backward != isBackward(n) ||
+      groups_[target].domain != g_.type(n.operands[0]).shape)
     return;
-  llvm::SmallVector<int32_t, 8> merged(grp.g.members);
-  merged.insert(llvm::upper_bound(merged, node), node);
-  if (!isConvex(merged))
+  int32_t sum = newGroup(node, Lead::None);
+  if (canJoin(target, sum)) {
+    join(target, sum);
     return;
-  grp.g.members = std::move(merged);
-  groupOf_[node] = groupOf_[p];
+  }
+  groups_[sum].alive = false;
+  groupOf_[node] = -1;
 }
 
 bool Grouper::tryMerge(int32_t a, int32_t b) {
@@ -160,18 +198,9 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
   if (ga.domain != gb.domain || ga.backward != gb.backward ||
       (led(ga) && led(gb)))
     return false;
-  llvm::SmallVector<int32_t, 8> merged;
-  std::merge(ga.g.members.begin(), ga.g.members.end(), gb.g.members.begin(),
-             gb.g.members.end(), std::back_inserter(merged));
-  if (!isConvex(merged) || readsOwnSum(merged))
+  if (!canJoin(a, b))
     return false;
-  ga.g.members = std::move(merged);
-  ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
-  ga.g.row = std::max(ga.g.row, gb.g.row);
-  for (int32_t m : gb.g.members)
-    groupOf_[m] = a;
-  gb.alive = false;
-  gb.g.members.clear();
+  join(a, b);
   return true;
 }
 
