@@ -15,12 +15,15 @@ int64_t forwardStashBytes(const Graph &f, bool hasLoss, SavedStateModel m) {
   return bytes;
 }
 
-DType computeCopyDType(const Graph &g, ValueId param) {
-  for (const Node &n : g.nodes())
-    if (n.op == OpKind::Cast && n.operands[0] == param &&
-        dtypeBytes(g.type(n.results[0]).dtype) <
-            dtypeBytes(g.type(param).dtype))
+DType computeCopyDType(const Graph &g,
+                       llvm::ArrayRef<llvm::SmallVector<int32_t, 2>> users,
+                       ValueId param) {
+  for (int32_t u : users[param]) {
+    const Node &n = g.node(u);
+    if (n.op == OpKind::Cast && dtypeBytes(g.type(n.results[0]).dtype) <
+                                    dtypeBytes(g.type(param).dtype))
       return g.type(n.results[0]).dtype;
+  }
   return g.type(param).dtype;
 }
 
@@ -47,12 +50,13 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
     for (const PipelineStage &s : p.stages) {
       if (s.rank != r)
         continue;
-      for (const Graph *g : {&s.forward, &s.backward})
+      for (const Graph *g : {&s.forward, &s.backward}) {
+        auto users = g->users();
         for (ValueId v : g->params()) {
           if (!seen.insert(g->value(v).name).second)
             continue;
           const TensorType &t = g->type(v);
-          DType copy = computeCopyDType(*g, v);
+          DType copy = computeCopyDType(*g, users, v);
           bool megatronCopy =
               model == SavedStateModel::Megatron && copy != t.dtype;
           if (megatronCopy)
@@ -61,6 +65,7 @@ MemoryPlan planMemory(const PipelinePlan &p, SavedStateModel model) {
               megatronCopy ? t.numElements() * dtypeBytes(copy) : t.bytes();
           m.gradients += t.bytes();
         }
+      }
     }
     // The AdamW moments as the program holds them: f32, split over dp by
     // the distributed optimizer.

@@ -83,8 +83,10 @@ MemoryPlan planMemory(const PipelinePlan &plan,
                       SavedStateModel model = SavedStateModel::Strata);
 
 /// The dtype `param` is read in by `g`: that of its narrowing casts
-/// (mixed precision), else its own.
-DType computeCopyDType(const Graph &g, ValueId param);
+/// (mixed precision), else its own; `users` is g.users().
+DType computeCopyDType(const Graph &g,
+                       llvm::ArrayRef<llvm::SmallVector<int32_t, 2>> users,
+                       ValueId param);
 
 /// Stash bytes of one microbatch of a forward program: its outputs after
 /// the loss (`hasLoss`) plus its nodes' internal saved state.
