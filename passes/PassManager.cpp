@@ -10,6 +10,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/TimeProfiler.h"
 
 namespace strata {
 
@@ -257,13 +258,17 @@ PassManager::runOn(Unit &unit,
     return e;
   bool changedAny = false;
   for (size_t i = 0; i < passes_.size(); ++i) {
-    auto changed = step(*passes_[i]);
+    auto changed = [&] {
+      llvm::TimeTraceScope scope("pass", passes_[i]->name());
+      return step(*passes_[i]);
+    }();
     if (!changed && !options_.namePassInErrors)
       return changed.takeError();
     if (!changed)
       return err("pass '" + passes_[i]->name() +
                  "': " + toString(changed.takeError()));
     changedAny |= *changed;
+    llvm::TimeTraceScope scope("verify", passes_[i]->name());
     if (auto e = afterPass(unit, i + 1, *changed))
       return e;
   }

@@ -18,6 +18,7 @@
 #include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
+#include "llvm/Support/TimeProfiler.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace llvm;
@@ -35,12 +36,18 @@ cl::opt<std::string> outputPath("o", cl::Required,
                                 cl::value_desc("file"), cl::sub(compileCmd),
                                 cl::cat(strataCategory()));
 
+cl::opt<std::string> timeTracePath(
+    "time-trace",
+    cl::desc("Write where compile time goes (each pass, codegen, writing) to "
+             "<file> as a Chrome trace (chrome://tracing or Perfetto)"),
+    cl::value_desc("file"), cl::sub(compileCmd), cl::cat(strataCategory()));
+
 LayoutFlags layout(compileCmd);
 PrecisionFlag precision(compileCmd);
 
 Error usage(const Twine &msg) { return usageError(msg); }
 
-int runCompile() {
+int compileSpec() {
   if (Error e = checkIsSpecFile(specPath))
     return reportError(std::move(e));
   auto spec = loadModelSpec(specPath);
@@ -65,11 +72,17 @@ int runCompile() {
   if (!compiled)
     return reportError(usage(toString(compiled.takeError())));
   storePipeline(*plan, *compiled, *options);
-  if (Error e = storeKernels(*plan, *compiled)) {
+  if (Error e = [&] {
+        TimeTraceScope scope("codegen");
+        return storeKernels(*plan, *compiled);
+      }()) {
     reportError(usage("codegen: " + toString(std::move(e))));
     return kExitInternalError;
   }
-  if (Error e = writePlanFile(outputPath, *plan))
+  if (Error e = [&] {
+        TimeTraceScope scope("write plan");
+        return writePlanFile(outputPath, *plan);
+      }())
     return reportError(std::move(e));
   outs() << "wrote " << outputPath << " ("
          << resolveModelSpec(*spec).familyName() << ", "
@@ -107,6 +120,20 @@ int runCompile() {
     outs() << "\n";
   }
   return kExitOk;
+}
+
+/// compileSpec, traced when --time-trace asks; the trace is written even
+/// when compilation fails (it shows how far it got).
+int runCompile() {
+  if (timeTracePath.empty())
+    return compileSpec();
+  timeTraceProfilerInitialize(/*TimeTraceGranularity=*/0, "strata compile");
+  int rc = compileSpec();
+  Error e = timeTraceProfilerWrite(timeTracePath, outputPath);
+  timeTraceProfilerCleanup();
+  if (e)
+    return reportError(usage("--time-trace: " + toString(std::move(e))));
+  return rc;
 }
 
 VerbRegistration reg(compileCmd, runCompile);
