@@ -167,11 +167,20 @@ llvm::Error Partitioner::partitionNode() {
   case OpKind::Gelu:
   case OpKind::Silu:
   case OpKind::Square:
-  case OpKind::Cast:
   case OpKind::Maximum:
   case OpKind::Minimum:
   case OpKind::AdamWUpdate:
     return partitionElementwise(*this, Linearity::None);
+  case OpKind::Cast:
+    // Widening is exact, so a partial sum passes and is reduced in the wider
+    // type: a 16-bit gradient partial over dp reaches the optimizer's fp32
+    // reduction, once per step (Megatron's main_grad). A narrowing cast
+    // would move the reduction to fewer bits: reduce first.
+    return partitionElementwise(
+        *this, dtypeBytes(src_.type(n.results[0]).dtype) >=
+                       dtypeBytes(src_.type(n.operands[0]).dtype)
+                   ? Linearity::First
+                   : Linearity::None);
   case OpKind::Add:
   case OpKind::Sub:
     return partitionElementwise(*this, Linearity::Sum);

@@ -90,8 +90,15 @@ public:
   /// The logical type of a partitioned value: its local type times the ways
   /// of each split dim.
   TensorType globalType(ValueId v) const;
-  /// Whether `v` is a parameter input.
-  bool isParam(ValueId v) const { return dst_.value(v).isParam(); }
+  /// Whether `v` is a parameter input, or mixed precision's 16-bit copy of
+  /// one (a cast of it), whose layout leads as the parameter's does.
+  bool isParam(ValueId v) const {
+    const Value &val = dst_.value(v);
+    if (val.isParam() || val.defNode < 0)
+      return val.isParam();
+    const Node &n = dst_.node(val.defNode);
+    return n.op == OpKind::Cast && dst_.value(n.operands[0]).isParam();
+  }
   const PartialOrigin *origin(ValueId v) const;
   void setOrigin(ValueId v, PartialOrigin o);
 
