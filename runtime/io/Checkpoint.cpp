@@ -1,5 +1,6 @@
 //===- Checkpoint.cpp - Single-file training checkpoints ------------------===//
 #include "runtime/io/Checkpoint.h"
+#include "runtime/io/JsonNesting.h"
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/TensorIndex.h"
@@ -158,6 +159,8 @@ llvm::Expected<Checkpoint> loadCheckpoint(llvm::StringRef path) {
   if (crcOf(headerText.data(), headerLen) != headerCrc)
     return bad("the header is corrupt (CRC-32 mismatch)");
 
+  if (auto deep = jsonNestingError(headerText))
+    return bad("the header " + *deep);
   auto header = llvm::json::parse(headerText);
   if (!header)
     return bad("malformed JSON header: " + llvm::toString(header.takeError()));

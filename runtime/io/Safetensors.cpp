@@ -1,5 +1,6 @@
 //===- Safetensors.cpp - Hugging Face safetensors files -------------------===//
 #include "runtime/io/Safetensors.h"
+#include "runtime/io/JsonNesting.h"
 
 #include "runtime/io/AtomicFile.h"
 
@@ -143,6 +144,8 @@ SafetensorsFile::open(llvm::StringRef path) {
   llvm::StringRef header = bytes.substr(8, n);
   if (!header.startswith("{"))
     return bad("the header does not start with '{' (not a safetensors file)");
+  if (auto deep = jsonNestingError(header))
+    return bad("the header " + *deep);
   auto json = llvm::json::parse(header);
   if (!json)
     return bad("malformed JSON header: " + llvm::toString(json.takeError()));

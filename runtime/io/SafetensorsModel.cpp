@@ -4,6 +4,7 @@
 // "weight_map" names, checked against each other.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/io/JsonNesting.h"
 #include "runtime/io/Safetensors.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -52,6 +53,8 @@ llvm::Expected<SafetensorsModel> SafetensorsModel::open(llvm::StringRef dir) {
   auto buf = llvm::MemoryBuffer::getFile(indexPath);
   if (!buf)
     return bad("cannot read (" + buf.getError().message() + ")");
+  if (auto deep = jsonNestingError((*buf)->getBuffer()))
+    return bad(*deep);
   auto json = llvm::json::parse((*buf)->getBuffer());
   if (!json)
     return bad("malformed JSON: " + llvm::toString(json.takeError()));

@@ -1,5 +1,6 @@
 //===- TensorArchive.cpp - Named tensors exchanged with references --------===//
 #include "runtime/io/TensorArchive.h"
+#include "runtime/io/JsonNesting.h"
 
 #include "runtime/io/AtomicFile.h"
 #include "runtime/io/TensorIndex.h"
@@ -51,6 +52,8 @@ llvm::Expected<TensorArchive> TensorArchive::read(llvm::StringRef dir) {
   if (!dataFile)
     return dataFile.takeError();
 
+  if (auto deep = jsonNestingError((*indexFile)->getBuffer()))
+    return fail(indexPath + ": " + *deep);
   auto index = llvm::json::parse((*indexFile)->getBuffer());
   if (!index)
     return fail(indexPath +

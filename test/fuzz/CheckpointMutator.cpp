@@ -9,6 +9,7 @@
 // checks; the eighth time it mutates the raw file.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/io/JsonNesting.h"
 #include "runtime/io/TensorIndex.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -42,6 +43,8 @@ void mutate(std::string &s, size_t room) {
 /// Sets data_bytes to data.size() and every in-bounds tensor's crc32 to
 /// its data's CRC; returns the header text, or "" when it is not JSON.
 std::string fixHeader(llvm::StringRef header, llvm::StringRef data) {
+  if (strata::jsonNestingError(header))
+    return "";
   auto root = llvm::json::parse(header);
   if (!root || !root->getAsObject())
     return "";
