@@ -3,6 +3,7 @@
 #include "passes/pipeline/PipelinePlan.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace strata {
 
@@ -50,9 +51,9 @@ void place(Binding &b, const Value &v, int64_t rank,
 
 llvm::StringRef roleName(Role r) {
   static const char *const names[kNumRoles] = {
-      "parameter",  "gradient",  "adam_m", "adam_v",
-      "tokens",     "labels",    "lr",     "step",
-      "loss",       "grad_norm", "stash",  "new_parameter",
+      "parameter",  "gradient",   "adam_m",    "adam_v",
+      "tokens",     "labels",     "lr",        "step",
+      "loss",       "grad_norm",  "stash",     "new_parameter",
       "new_adam_m", "new_adam_v", "loss_scale"};
   return names[int(r)];
 }
@@ -66,6 +67,10 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
     return err("@" + g.name + ": " + what + " %" + g.value(v).name +
                " has no role the runtime can bind");
   };
+  llvm::StringSet<> stash;
+  if (stage)
+    for (const std::string &name : stage->stash)
+      stash.insert(name);
   for (ValueId in : g.inputs()) {
     const Value &val = g.value(in);
     llvm::StringRef name = val.name;
@@ -81,8 +86,7 @@ llvm::Expected<ProgramBindings> bindProgram(const Graph &g, ProgramKind kind,
              (name.startswith("adam_m.") || name.startswith("adam_v.")))
       b.inputs.push_back(
           stateBinding(name, Role::Parameter, Role::AdamM, Role::AdamV));
-    else if (kind == ProgramKind::Backward && stage &&
-             llvm::is_contained(stage->stash, val.name))
+    else if (kind == ProgramKind::Backward && stash.contains(name))
       b.inputs.push_back({Role::Stash, val.name});
     else if (kind == ProgramKind::Backward && name == "loss_scale")
       b.inputs.push_back({Role::LossScale, ""});
