@@ -46,6 +46,13 @@ llvm::Error connectDevice(Device &device, Communicators &comms) {
   return cuda->connectCollectives(comms);
 }
 
+int64_t gpuOrdinal(int64_t localRank, const char *visibleDevices) {
+  if (!visibleDevices)
+    return localRank;
+  llvm::StringRef list = llvm::StringRef(visibleDevices).trim();
+  return !list.empty() && !list.contains(',') ? 0 : localRank;
+}
+
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
                                                    int64_t localRank) {
   switch (b) {
@@ -71,13 +78,14 @@ llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
     return std::unique_ptr<Device>(std::move(*d));
   }
   case Backend::Cuda: {
-    auto driver = cuda::openRealDriver(int(localRank));
+    int64_t gpu = gpuOrdinal(localRank, std::getenv("CUDA_VISIBLE_DEVICES"));
+    auto driver = cuda::openRealDriver(int(gpu));
     if (!driver)
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "rank " + llvm::Twine(rank) + " (local rank " +
-              llvm::Twine(localRank) + ") runs on GPU " +
-              llvm::Twine(localRank) + ": " +
+              llvm::Twine(localRank) + ") runs on GPU " + llvm::Twine(gpu) +
+              ": " +
               llvm::toString(driver.takeError()) +
               " (each rank needs a GPU of its own: start one process per "
               "GPU, or choose --tp/--dp/--pp whose product is the GPU count)");

@@ -34,6 +34,12 @@ llvm::StringRef backendName(Backend b);
 /// device); every rank calls it once its groups are connected.
 llvm::Error connectDevice(Device &device, Communicators &comms);
 
+/// The GPU a process of local rank `localRank` runs on, given the value of
+/// CUDA_VISIBLE_DEVICES (null: unset): its local rank, or 0 when exactly
+/// one GPU is visible (Slurm's --gpus-per-task=1 or --gpu-bind binds one
+/// GPU per task, which the process sees as device 0).
+int64_t gpuOrdinal(int64_t localRank, const char *visibleDevices);
+
 /// The device of global rank `rank`, the `localRank`-th of its machine.
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b, int64_t rank,
                                                    int64_t localRank);

@@ -18,6 +18,7 @@
 #include "runtime/cuda/nccl/InterpretNccl.h"
 #include "runtime/cuda/nccl/NcclCommunicator.h"
 #include "runtime/cuda/nccl/NcclWatchdog.h"
+#include "runtime/parallel/Backend.h"
 
 #include <gtest/gtest.h>
 
@@ -276,6 +277,17 @@ TEST(SlurmEnv, FirstHostOfANodeList) {
   EXPECT_EQ(host("solo"), "solo");
   EXPECT_NE(host("node[01-04").find("unclosed"), std::string::npos);
   EXPECT_NE(host("node[x-y]").find("number"), std::string::npos);
+}
+
+// srun --gpus-per-task=1 (or --gpu-bind) leaves each task one visible GPU,
+// device 0 to it, whatever its local rank; otherwise the local rank picks.
+TEST(SlurmEnv, OneBoundGpuIsDeviceZero) {
+  EXPECT_EQ(gpuOrdinal(3, "5"), 0);
+  EXPECT_EQ(gpuOrdinal(3, "GPU-1b2c3d4e"), 0);
+  EXPECT_EQ(gpuOrdinal(3, "0,1,2,3"), 3);
+  EXPECT_EQ(gpuOrdinal(3, nullptr), 3);
+  // None visible: the driver's error names the local rank's GPU.
+  EXPECT_EQ(gpuOrdinal(1, ""), 1);
 }
 
 TEST(SlurmEnv, TorchrunVariablesFromSlurms) {
