@@ -25,6 +25,10 @@
 
 namespace strata {
 
+/// A free TCP port on the loopback interface, or -1 (another process may
+/// take it before the caller binds it; rare on one machine).
+int freeLoopbackPort();
+
 /// The server side: a thread accepting clients, one thread per client.
 class TcpStoreServer {
 public:

@@ -10,6 +10,7 @@
 // and a stopped rank ends the job, under `strata launch` or without it.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/comm/TcpStore.h"
 #include "runtime/io/Checkpoint.h"
 #include "test/cli/RunStrata.h"
 
@@ -22,9 +23,6 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -423,23 +421,7 @@ TEST_F(RunSafety, StoppedRankEndsTheLaunchedJob) {
 // runs again and finds its peer gone. Stopping rank 1 exercises the
 // neighbour's watch, stopping rank 0 the store that stops answering.
 class StoppedRankWithoutLaunch : public RunSafety,
-                                 public ::testing::WithParamInterface<int> {
-protected:
-  /// A free TCP port on the loopback interface.
-  static int freePort() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
-      port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-  }
-};
+                                 public ::testing::WithParamInterface<int> {};
 
 TEST_P(StoppedRankWithoutLaunch, PeerNamesItAndEveryRankExits) {
   const int stopped = GetParam(), peer = 1 - stopped;
@@ -448,7 +430,7 @@ TEST_P(StoppedRankWithoutLaunch, PeerNamesItAndEveryRankExits) {
       train({"--tp", "2", "--steps", "100000", "--log-every", "1"});
   args.insert(args.begin(), STRATA_BIN);
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
-  int port = freePort();
+  int port = freeLoopbackPort();
   ASSERT_GT(port, 0);
   llvm::sys::ProcessInfo pi[2];
   std::string errFile[2];

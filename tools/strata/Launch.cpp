@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/comm/Heartbeat.h"
 #include "runtime/comm/SlurmEnv.h"
+#include "runtime/comm/TcpStore.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/Heartbeat.h"
 #include "tools/strata/Verb.h"
@@ -28,17 +29,14 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <optional>
 #include <poll.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -91,23 +89,6 @@ void onSignal(int sig) {
 }
 
 int usage(const Twine &msg) { return reportError(msg); }
-
-/// A free TCP port on this machine (another process may take it before rank
-/// 0 binds it; rare on one machine).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0)
-    ::close(fd);
-  return port;
-}
 
 struct Child {
   pid_t pid = -1;
@@ -245,7 +226,7 @@ int runLaunch() {
   if (masterAddr.empty())
     return usage("--master-addr must not be empty (rank 0's address, e.g. "
                  "127.0.0.1)");
-  int port = masterPort == 0 ? freePort() : int(masterPort);
+  int port = masterPort == 0 ? freeLoopbackPort() : int(masterPort);
   if (port <= 0 || port > 65535)
     return usage("no usable --master-port");
   signal(SIGINT, onSignal);
