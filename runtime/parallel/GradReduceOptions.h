@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Types.h"
+
 #include <cstdint>
 
 namespace strata {
@@ -17,6 +19,10 @@ struct GradReduceOptions {
   /// Issue each bucket during the backward, once its gradients are final
   /// (Megatron's overlap_grad_reduce); else all after the backward.
   bool overlap = true;
+  /// The dtype gradients travel in over dp: F32 (Megatron's
+  /// accumulate_allreduce_grads_in_fp32), or BF16 / F16 cast around the
+  /// collective (runtime/parallel/GradReduceDtype.h).
+  DType dtype = DType::F32;
 };
 
 } // namespace strata

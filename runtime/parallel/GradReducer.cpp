@@ -2,6 +2,7 @@
 #include "runtime/parallel/GradReducer.h"
 
 #include "ir/Op.h"
+#include "runtime/parallel/GradReduceDtype.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -74,12 +75,8 @@ struct GradReducer::Bucket {
   int64_t scaled = 0; // f32 elements x *= 1/M covers (the whole bucket)
   Ready ready;
   Graph graph; // its collectives
-  struct Launch {
-    int32_t node;
-    const void *in;
-    void *out;
-  };
-  std::vector<Launch> launches;
+  DeviceBuffer staging; // 16-bit reductions' copies (GradReduceDtype.h)
+  std::vector<ReductionLaunch> launches;
   std::unique_ptr<Event> event;
 };
 
@@ -200,16 +197,20 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
     b->scaled = b->bytes / 4;
     device.fill(b->buffer.data(), b->bytes, 0);
     char *base = static_cast<char *>(b->buffer.data());
+    int64_t narrow = 4 / dtypeBytes(options.dtype); // fp32 bytes per staged
+    if (options.dtype != DType::F32)
+      b->staging = DeviceBuffer(device, TensorType{options.dtype, {b->scaled}});
+    char *staged = static_cast<char *>(b->staging.data());
     b->graph.name = "dp_reduce_bucket" + std::to_string(r->buckets_.size());
     b->graph.mesh = opt.mesh;
     if (allReduced) {
       TensorType t{DType::F32, {allReduced / 4}};
-      ValueId in = b->graph.addInput("grads", t);
       Attrs a = reductionAttrs(members[group.front()].name, r->buckets_.size());
       a.set("reduce", std::string("sum"));
-      int32_t n = b->graph.addNode(OpKind::AllReduce, {in}, {t}, a, "optimizer",
-                                   {"grads.reduced"});
-      b->launches.push_back({n, base, base});
+      llvm::append_range(b->launches,
+                         addDpReduction(b->graph, OpKind::AllReduce, a, t, t,
+                                        options.dtype, "grads", "optimizer",
+                                        "grads.reduced", base, base, staged));
     }
     for (size_t i : group) {
       Member &m = members[i];
@@ -219,14 +220,15 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
         continue;
       TensorType shard = m.type;
       shard.shape[m.dim] /= dpSize;
-      ValueId in = b->graph.addInput("grad." + m.name, m.type);
       Attrs a = reductionAttrs(m.name, r->buckets_.size());
       a.set("dim", m.dim);
-      int32_t n = b->graph.addNode(OpKind::ReduceScatter, {in}, {shard}, a,
-                                   "optimizer." + m.name,
-                                   {"grad." + m.name + ".shard"});
       char *out = at + dpIndex * shard.bytes();
-      b->launches.push_back({n, at, out});
+      llvm::append_range(
+          b->launches,
+          addDpReduction(b->graph, OpKind::ReduceScatter, a, m.type, shard,
+                         options.dtype, "grad." + m.name, "optimizer." + m.name,
+                         "grad." + m.name + ".shard", at, out,
+                         staged ? staged + m.offset / narrow : nullptr));
       r->optInputs_[m.name] = out;
     }
     anyDp |= !b->launches.empty();
@@ -280,7 +282,7 @@ void GradReducer::issue(Bucket &b) {
                stream_);
   LaunchContext c = ctx_;
   c.stream = stream_;
-  for (const Bucket::Launch &l : b.launches)
+  for (const ReductionLaunch &l : b.launches)
     dev_.launch(b.graph, b.graph.node(l.node), {l.in}, {l.out}, c);
 }
 

@@ -1,4 +1,4 @@
-//===- GradReduceFlags.cpp - --dp-bucket-mb and --overlap-grad-reduce -----===//
+//===- GradReduceFlags.cpp - --dp-bucket-mb, --overlap-grad-reduce, ... ---===//
 #include "tools/strata/GradReduceFlags.h"
 
 #include <cmath>
@@ -19,7 +19,15 @@ GradReduceFlags::GradReduceFlags(cl::SubCommand &cmd)
                        "soon as its gradients are final (default true; "
                        "=false: after the backward, with the same result "
                        "bitwise)"),
-              cl::init(true), cl::sub(cmd)) {}
+              cl::init(true), cl::sub(cmd)),
+      overlapParamGather(
+          "overlap-param-gather",
+          cl::desc("With --distributed-optimizer: all-gather the updated "
+                   "parameters in buckets during the next forward, each "
+                   "waited for before its first reader (default true; "
+                   "=false: right after the optimizer, with the same result "
+                   "bitwise)"),
+          cl::init(true), cl::sub(cmd)) {}
 
 llvm::Expected<GradReduceOptions> GradReduceFlags::options() const {
   if (!(bucketMb > 0) || !std::isfinite(bucketMb))
@@ -31,6 +39,7 @@ llvm::Expected<GradReduceOptions> GradReduceFlags::options() const {
   GradReduceOptions o;
   o.bucketBytes = std::max<int64_t>(1, int64_t(bucketMb * (1 << 20)));
   o.overlap = overlap;
+  o.overlapParamGather = overlapParamGather;
   return o;
 }
 

@@ -1,8 +1,9 @@
-//===- GradReduceFlags.h - --dp-bucket-mb and --overlap-grad-reduce -------===//
+//===- GradReduceFlags.h - --dp-bucket-mb, --overlap-grad-reduce, ... -----===//
 //
 // The data-parallel gradient reduction's flags of train and verify
 // (runtime/parallel/GradReducer.h, docs/multi-gpu.md): Megatron-LM's
-// bucket_size (here in MiB of f32 gradients) and overlap_grad_reduce.
+// bucket_size (here in MiB of f32 gradients), overlap_grad_reduce and
+// overlap_param_gather (ZeRO-1's gathers, runtime/parallel/ParamGatherer.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,6 +24,7 @@ struct GradReduceFlags {
 
   llvm::cl::opt<double> bucketMb;
   llvm::cl::opt<bool> overlap;
+  llvm::cl::opt<bool> overlapParamGather;
 };
 
 } // namespace strata
