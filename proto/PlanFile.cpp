@@ -50,6 +50,14 @@ llvm::Error writePlanFile(llvm::StringRef path, const pb::Plan &plan) {
 
 llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                                    llvm::StringRef name) {
+  pb::Plan plan;
+  if (llvm::Error e = parsePlan(bytes, name, plan))
+    return std::move(e);
+  return plan;
+}
+
+llvm::Error parsePlan(llvm::StringRef bytes, llvm::StringRef name,
+                      pb::Plan &plan) {
   const char *recompile = "recompile it with `strata compile`";
   if (!hasPlanMagic(bytes))
     return fileError(name, "not a strata plan (no STRATAPL header; plans are "
@@ -84,7 +92,6 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
   if (payloadCrc(payload) != crc)
     return fileError(name, llvm::Twine("corrupt plan (checksum mismatch; ") +
                                recompile + ")");
-  pb::Plan plan;
   if (!plan.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
     return fileError(name, llvm::Twine("corrupt plan (payload is not a valid "
                                        "Plan message; ") +
@@ -103,15 +110,22 @@ llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes,
                                  " kernel library's source does not hash to "
                                  "its recorded SHA-256; " +
                                  recompile + ")");
-  return plan;
+  return llvm::Error::success();
 }
 
 llvm::Expected<pb::Plan> readPlanFile(llvm::StringRef path) {
+  pb::Plan plan;
+  if (llvm::Error e = readPlanFile(path, plan))
+    return std::move(e);
+  return plan;
+}
+
+llvm::Error readPlanFile(llvm::StringRef path, pb::Plan &plan) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
     return fileError(path, "cannot read plan: " + buf.getError().message());
-  return parsePlan((*buf)->getBuffer(), path);
+  return parsePlan((*buf)->getBuffer(), path, plan);
 }
 
 } // namespace strata

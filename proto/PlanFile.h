@@ -40,8 +40,17 @@ llvm::Error writePlanFile(llvm::StringRef path, const pb::Plan &plan);
 /// `<name>: error: <what> (<why>; <fix>)`.
 llvm::Expected<pb::Plan> parsePlan(llvm::StringRef bytes, llvm::StringRef name);
 
+/// parsePlan into `plan` (cleared first), which may live on a protobuf arena:
+/// a plan is tens of thousands of small messages, and an arena allocates them
+/// in blocks and frees them at once.
+llvm::Error parsePlan(llvm::StringRef bytes, llvm::StringRef name,
+                      pb::Plan &plan);
+
 /// Reads and parses a plan file.
 llvm::Expected<pb::Plan> readPlanFile(llvm::StringRef path);
+
+/// readPlanFile into `plan` (see parsePlan).
+llvm::Error readPlanFile(llvm::StringRef path, pb::Plan &plan);
 
 /// True if `bytes` start with the plan magic.
 bool hasPlanMagic(llvm::StringRef bytes);

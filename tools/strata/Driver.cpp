@@ -90,6 +90,10 @@ llvm::Error checkIsSpecFile(llvm::StringRef path) {
   return llvm::Error::success();
 }
 
+LoadedPlan::LoadedPlan()
+    : arena(std::make_unique<google::protobuf::Arena>()),
+      plan(*google::protobuf::Arena::CreateMessage<pb::Plan>(arena.get())) {}
+
 llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
   LoadedPlan out;
   if (isCheckpointFile(path))
@@ -104,10 +108,8 @@ llvm::Expected<LoadedPlan> loadPlanOrSpec(llvm::StringRef path) {
     out.plan = std::move(*plan);
     out.plan.set_spec_dir(specDirectoryOf(path));
   } else {
-    auto plan = readPlanFile(path);
-    if (!plan)
-      return plan.takeError();
-    out.plan = std::move(*plan);
+    if (llvm::Error e = readPlanFile(path, out.plan))
+      return std::move(e);
     if (llvm::Error e = checkModelSpec(out.plan.model(), path))
       return e;
   }

@@ -14,6 +14,9 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <google/protobuf/arena.h>
+
+#include <memory>
 #include <string>
 
 namespace strata {
@@ -24,7 +27,12 @@ llvm::Expected<pb::Plan> compilePlan(const pb::ModelSpec &spec);
 
 /// A plan with its graph rebuilt and its model config resolved.
 struct LoadedPlan {
-  pb::Plan plan;
+  LoadedPlan();
+  /// Owns `plan`'s messages (a plan file parses into tens of thousands of
+  /// them; an arena allocates and frees them in blocks). Moving a LoadedPlan
+  /// moves the arena, so `plan` stays valid.
+  std::unique_ptr<google::protobuf::Arena> arena;
+  pb::Plan &plan;
   Graph graph;
   ModelConfig config;
   /// The absolute directory of the spec (the plan's spec_dir; empty for a
