@@ -8,9 +8,9 @@
 // runs the pipeline and prints the result. A pipeline with the `pipeline` or
 // `memory` pass runs on a training program whose microbatch graph is the
 // input (passes/pipeline/ProgramPasses.h) and prints its stage and optimizer
-// programs. Errors go to stderr as
-// `file:line:col: error: ...` (or `file: error: ...` for pass errors) and exit
-// with 1; the output file is only written when every chunk succeeded.
+// programs. Errors go to stderr in strata's one form,
+// `strata-opt: error: <file>[:line:col]: <what>`, and exit with 1; the output
+// file is only written when every chunk succeeded.
 //
 //===----------------------------------------------------------------------===//
 #include "ir/IRText.h"
@@ -56,6 +56,33 @@ static cl::opt<bool> listPasses("list-passes",
                                 cl::cat(optCategory));
 
 namespace {
+
+/// Prints `message` as `strata-opt: error: <file>[:line:col]: <what>` lines.
+/// The parser and passes say `<loc>: error: <what>`, sometimes nested
+/// (`x.ir: error: y.ir:3:1: error: ...`); each wrapper becomes `<loc>: `.
+/// Indented lines (context under a message) are printed as they are.
+void reportError(llvm::StringRef message) {
+  llvm::SmallVector<llvm::StringRef, 4> lines;
+  message.rtrim('\n').split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (line.empty() || line.front() == ' ') {
+      llvm::errs() << line << "\n";
+      continue;
+    }
+    line.consume_front("strata-opt: ");
+    line.consume_front("error: ");
+    std::string what;
+    while (true) {
+      size_t at = line.find(": error: ");
+      llvm::StringRef loc = line.take_front(at);
+      if (at == llvm::StringRef::npos || at == 0 || loc.contains(": "))
+        break;
+      what += (loc + ": ").str();
+      line = line.drop_front(at + 9);
+    }
+    llvm::errs() << "strata-opt: error: " << what << line << "\n";
+  }
+}
 
 // Splits at lines that are `# -----`. Each chunk keeps its place in the file
 // (earlier lines become empty) so error line numbers match the whole file.
@@ -132,18 +159,17 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (auto e = PassManager().addPipeline(passPipeline)) {
-    llvm::errs() << "strata-opt: error: " << toString(std::move(e)) << "\n";
+    reportError(toString(std::move(e)));
     return 1;
   }
   if (splitInputFile && !dumpDir.empty()) {
-    llvm::errs() << "strata-opt: error: --dump-dir cannot be combined with "
-                    "--split-input-file\n";
+    reportError("--dump-dir cannot be combined with --split-input-file");
     return 1;
   }
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
   if (!buf) {
-    llvm::errs() << inputFile << ": error: cannot open file ("
-                 << buf.getError().message() << ")\n";
+    reportError(inputFile + ": cannot open file (" + buf.getError().message() +
+                ")");
     return 1;
   }
   std::string bufferName = inputFile == "-" ? "<stdin>" : inputFile.getValue();
@@ -156,7 +182,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < chunks.size(); ++i) {
     auto result = processChunk(chunks[i], bufferName);
     if (!result) {
-      llvm::errs() << toString(result.takeError()) << "\n";
+      reportError(toString(result.takeError()));
       failed = true;
       continue;
     }
@@ -170,8 +196,8 @@ int main(int argc, char **argv) {
         os << output;
         return llvm::Error::success();
       })) {
-    llvm::errs() << outputFile << ": error: cannot write output ("
-                 << toString(std::move(e)) << ")\n";
+    reportError(outputFile + ": cannot write output (" +
+                toString(std::move(e)) + ")");
     return 1;
   }
   return 0;
