@@ -2,8 +2,10 @@
 
 usage: plan_cli.py STRATA REPO
 
-- GPT-3 175B (examples/megatron/gpt3_175b.textproto) on 1536 A100-80GB at
-  global batch 1536, bf16: the winner's predicted MFU is at least what
+- GPT-3 175B (examples/megatron/gpt3_175b.textproto, whose spec trains in
+  bf16: the test checks it does, and that plan compiles, simulates and
+  memory-checks the candidates at that precision, on the hardware's bf16
+  rate by default) on 1536 A100-80GB at global batch 1536: the winner's predicted MFU is at least what
   `strata estimate` predicts for the configuration Narayanan et al. 2021
   published for that setting (Table 2's PTD-P row: tp 8, pp 12, dp 16,
   micro batch 1, full recomputation; the better of 1F1B and interleaved V=2,
@@ -61,11 +63,17 @@ def layout_flags(p):
     return flags
 
 
+with open(GPT3) as f:
+    check("precision: BF16" in f.read(),
+          "the GPT-3 175B example no longer trains in bf16")
+# No --precision: a bf16 spec runs at the hardware's bf16 rate.
 r = run("plan", GPT3, "--cluster", "a100-80gb", "--gpus", "1536",
-        "--global-batch", "1536", "--precision", "bf16", "--top", "3",
-        "--json")
+        "--global-batch", "1536", "--top", "3", "--json")
 check(r.returncode == 0, "plan failed: " + r.stderr)
 plan = json.loads(r.stdout)
+check(plan["training_precision"] == "bf16" and plan["precision"] == "bf16",
+      "plan of the bf16 spec: training %s on the %s rate"
+      % (plan["training_precision"], plan["precision"]))
 best = plan["plans"][0]
 published = max(
     estimate(GPT3, "--tp", "8", "--pp", "12", "--dp", "16", "--micro-batch",

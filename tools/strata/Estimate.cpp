@@ -22,6 +22,7 @@
 #include "tools/strata/Flags.h"
 #include "tools/strata/LayoutFlags.h"
 #include "tools/strata/PipelineProto.h"
+#include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -60,7 +61,8 @@ cl::opt<std::string> precision(
     "precision",
     cl::desc("How the device runs the plan's f32 tensors: f32, tf32 (tensor "
              "cores on f32) or bf16 (mixed precision: 16-bit activations, "
-             "gradients and matmuls, fp32 optimizer)"),
+             "gradients and matmuls, fp32 optimizer); default: bf16 for a "
+             "16-bit spec or plan, else f32"),
     cl::init("f32"), cl::sub(estimateCmd), cl::cat(cat));
 cl::opt<std::string> algorithm("collective-algorithm",
                                cl::desc("all_reduce algorithm: auto (the "
@@ -98,8 +100,7 @@ double recomputedFlops(const ModelConfig &c, RecomputeMode mode,
          double(recomputedLayers) / double(std::max<int64_t>(c.layers, 1));
 }
 
-Expected<Input> loadInput() {
-  auto loaded = loadPlanOrSpec(inputPath);
+Expected<Input> loadInput(Expected<LoadedPlan> loaded) {
   if (!loaded)
     return loaded.takeError();
   Input in;
@@ -269,6 +270,9 @@ int runEstimate() {
     return reportError(hw.takeError());
   if (given(nodes))
     hw->set_nodes(nodes);
+  auto loaded = loadPlanOrSpec(inputPath);
+  if (loaded && !given(precision))
+    precision = hardwarePrecisionOf(loaded->plan.model().training()).str();
   // A spec's stages are cut (and auto recomputation chosen) by predicted
   // time on this cluster rather than FLOPs (passes/pipeline/CostModel.h); a
   // precision the device lacks is reported by the estimate below.
@@ -277,7 +281,7 @@ int runEstimate() {
     byTime.emplace(std::move(*s));
   else
     consumeError(s.takeError());
-  auto in = loadInput();
+  auto in = loadInput(std::move(loaded));
   if (!in)
     return reportError(in.takeError());
   EstimateOptions o;

@@ -6,22 +6,28 @@
 // rest by a closed form; then the best of them, in that order, are compiled
 // and simulated (perf/Estimate.h), their stages cut by predicted time on
 // the cluster: --simulate of them (more while none fits the memory
-// planner's peak). It prints the --top best
-// with step time, MFU and memory, and why the others were dropped; -o
+// planner's peak). Candidates compile at the spec's training.precision
+// (a bf16 spec is ranked, simulated and memory-checked on its bf16 graph,
+// as `strata estimate` compiles it), and the hardware runs them at
+// --precision, by default the format of that precision. It prints the --top
+// best with step time, MFU and memory, and why the others were dropped; -o
 // compiles the winner to a plan file as `strata compile` would.
 //
 //===----------------------------------------------------------------------===//
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
+#include "frontends/TrainingPrecision.h"
 #include "passes/pipeline/CostModel.h"
 #include "perf/Estimate.h"
 #include "perf/OpTime.h"
 #include "perf/PlanSearch.h"
 #include "proto/PlanFile.h"
+#include "runtime/train/LossScaler.h"
 #include "tools/strata/Driver.h"
 #include "tools/strata/Flags.h"
 #include "tools/strata/PipelineInspect.h"
 #include "tools/strata/PipelineProto.h"
+#include "tools/strata/PrecisionFlag.h"
 #include "tools/strata/Verb.h"
 
 #include "llvm/Support/Format.h"
@@ -59,7 +65,9 @@ cl::opt<int64_t> seq("seq", cl::desc("Sequence length (default: the spec's)"),
 cl::opt<int64_t> top("top", cl::desc("Plans to print"), cl::init(5),
                      cl::sub(planCmd), cl::cat(cat));
 cl::opt<std::string> precision("precision",
-                               cl::desc("f32, tf32 or bf16 (as estimate)"),
+                               cl::desc("f32, tf32 or bf16 (as estimate; "
+                                        "default: bf16 for a 16-bit spec, "
+                                        "else f32)"),
                                cl::init("f32"), cl::sub(planCmd), cl::cat(cat));
 cl::opt<int64_t> simulate("simulate",
                           cl::desc("Candidates to compile and simulate, best "
@@ -88,6 +96,17 @@ struct Result {
   PlanCandidate cand;
   PlanEstimate est;
 };
+
+/// The compiler's options for `p` at the spec's training precision (as
+/// LayoutFlags::compileOptions).
+ParallelCompileOptions compileOptionsOf(const pb::ModelSpec &spec,
+                                        const PlanCandidate &p,
+                                        int64_t capacity) {
+  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec), capacity);
+  o.precision = trainingPrecision(spec.training());
+  o.lossScaling = lossScalingOf(spec.training()).has_value();
+  return o;
+}
 
 /// The work of a step of `c` at the global batch (as estimate).
 StepWork stepWork(const ModelConfig &c, const PlanCandidate &p,
@@ -131,7 +150,7 @@ Error compileWinner(pb::ModelSpec spec, const PlanCandidate &p,
   spec.set_micro_batch(p.microBatch);
   spec.set_seq_len(resolveModelSpec(spec).seq);
   spec.mutable_training()->set_grad_accum(p.microbatches);
-  ParallelCompileOptions o = p.compileOptions(optimizerOf(spec), capacity);
+  ParallelCompileOptions o = compileOptionsOf(spec, p, capacity);
   auto plan = compilePlan(spec);
   if (!plan)
     return plan.takeError();
@@ -165,6 +184,8 @@ int runPlan() {
     return reportError(spec.takeError());
   if (given(seq))
     spec->set_seq_len(seq);
+  if (!given(precision))
+    precision = hardwarePrecisionOf(spec->training()).str();
   auto hw = loadHardware(cluster);
   if (!hw)
     return reportError(hw.takeError());
@@ -221,7 +242,7 @@ int runPlan() {
       lc.microBatch = logical;
       g = graphs.emplace(logical, buildModelGraph(lc)).first;
     }
-    ParallelCompileOptions o = p.compileOptions(optimizerOf(*spec), capacity);
+    ParallelCompileOptions o = compileOptionsOf(*spec, p, capacity);
     auto compiled = compilePipeline(g->second, o);
     if (!compiled) {
       dropped.add("does not compile",
@@ -276,16 +297,20 @@ int runPlan() {
     for (auto &[why, n] : dropped.count)
       drops.push_back(json::Object{
           {"reason", why}, {"count", n}, {"example", dropped.example[why]}});
-    outs() << json::Value(json::Object{{"model", c.name},
-                                       {"cluster", hw->name()},
-                                       {"gpus", int64_t(gpus)},
-                                       {"global_batch", int64_t(globalBatch)},
-                                       {"candidates", int64_t(cands.size())},
-                                       {"simulated", simulated},
-                                       {"seconds", took},
-                                       {"cpu_seconds", cpu},
-                                       {"plans", std::move(plans)},
-                                       {"dropped", std::move(drops)}})
+    outs() << json::Value(
+                  json::Object{{"model", c.name},
+                               {"cluster", hw->name()},
+                               {"gpus", int64_t(gpus)},
+                               {"global_batch", int64_t(globalBatch)},
+                               {"precision", precision},
+                               {"training_precision",
+                                dtypeName(trainingPrecision(spec->training()))},
+                               {"candidates", int64_t(cands.size())},
+                               {"simulated", simulated},
+                               {"seconds", took},
+                               {"cpu_seconds", cpu},
+                               {"plans", std::move(plans)},
+                               {"dropped", std::move(drops)}})
            << "\n";
   } else {
     outs() << c.name << " on " << gpus << " x " << hw->accelerator().name()

@@ -72,10 +72,14 @@ Error PrecisionFlag::apply(pb::Training &t) const {
     t.set_hysteresis(hysteresis);
   if (t.loss_scale() > 0 && t.precision() == pb::Training::F32)
     return usageError("--loss-scale scales the loss of 16-bit training (add "
-                 "--precision fp16 or bf16, or drop --loss-scale)");
+                      "--precision fp16 or bf16, or drop --loss-scale)");
   if (auto c = lossScalingOf(t))
     return c->check();
   return Error::success();
+}
+
+StringRef hardwarePrecisionOf(const pb::Training &t) {
+  return trainingPrecision(t) == DType::F32 ? "f32" : "bf16";
 }
 
 } // namespace strata

@@ -35,4 +35,10 @@ struct PrecisionFlag {
   llvm::cl::opt<int64_t> lossScaleWindow, hysteresis;
 };
 
+/// The hardware model's number format (perf/Hardware.h) that runs a spec's
+/// training precision, the default of estimate's and plan's --precision:
+/// "f32" for f32, "bf16" for bf16 and fp16 (tensor cores run both at one
+/// peak, hardware.proto's peak_bf16_flops).
+llvm::StringRef hardwarePrecisionOf(const pb::Training &t);
+
 } // namespace strata
