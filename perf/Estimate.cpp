@@ -158,10 +158,12 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   }
   for (size_t r = 0; r < p.optimizers.size(); ++r) {
     ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
-    // The in-place dp gradient reductions, costed before the update (their
-    // overlap with the backward is not modelled yet).
-    sim.optimizer.push_back(
-        lower.lower(withGradientReductions(p.optimizers[r]), true, half));
+    // The in-place dp gradient reductions, costed before the update, and
+    // ZeRO-1's parameter gathers after it (their overlap with the backward
+    // and the next forward is not modelled yet).
+    sim.optimizer.push_back(lower.lower(
+        withParameterGathers(withGradientReductions(p.optimizers[r])), true,
+        half));
   }
   if (sim.forward.size() != size_t(p.schedule.numStages()) ||
       sim.optimizer.size() != size_t(p.schedule.pp))

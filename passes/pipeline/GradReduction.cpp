@@ -51,7 +51,78 @@ ValueId addReduction(Graph &g, const Graph &opt, ValueId v, ValueId from) {
   g.value(out).sharding = in.sharding;
   return out;
 }
+/// Appends output o's gather over dp to `g` reading `from` (which is renamed
+/// `<name>.shard`); returns its result, named as the output.
+ValueId addGather(Graph &g, const Graph &opt, size_t o, ValueId from) {
+  const Value &out = opt.value(opt.outputs()[o]);
+  int64_t dim = gatheredDim(opt, o);
+  std::string param = out.name.substr(std::string("new.").size());
+  TensorType full = out.type;
+  full.shape[dim] *= opt.mesh->axisSize("dp");
+  Attrs a{{"axes", StrList{"dp"}},
+          {"dim", dim},
+          {"reason", "distributed optimizer: every dp rank updated one shard "
+                     "of %" +
+                         param +
+                         "; gather the parameter, overlapping the next "
+                         "forward (runtime/parallel/ParamGatherer.h)"},
+          {"src", "optimizer." + param}};
+  g.rename(from, g.freshName(out.name + ".shard"));
+  int32_t n = g.addNode(OpKind::AllGather, {from}, {full}, a,
+                        "optimizer." + param, {out.name});
+  ValueId r = g.node(n).results[0];
+  Sharding s = *out.sharding;
+  s.dims[dim].pop_back();
+  if (!s.isReplicated())
+    g.value(r).sharding = s;
+  return r;
+}
 } // namespace
+
+int64_t gatheredDim(const Graph &opt, size_t o) {
+  const Value &v = opt.value(opt.outputs()[o]);
+  llvm::StringRef name = v.name;
+  if (!name.consume_front("new.") || name.startswith("adam_") || !v.sharding ||
+      !opt.mesh)
+    return -1;
+  for (size_t d = 0; d < v.sharding->dims.size(); ++d)
+    if (!v.sharding->dims[d].empty() && v.sharding->dims[d].back() == "dp")
+      return int64_t(d);
+  return -1;
+}
+
+Graph parameterGathers(const Graph &opt) {
+  Graph g = emptyLike(opt);
+  g.name = opt.name + "_parameter_gathers";
+  std::vector<ValueId> outs;
+  for (size_t o = 0; o < opt.outputs().size(); ++o) {
+    if (gatheredDim(opt, o) < 0)
+      continue;
+    const Value &v = opt.value(opt.outputs()[o]);
+    ValueId in = g.addInput(v.name, v.type);
+    g.value(in).sharding = v.sharding;
+    outs.push_back(addGather(g, opt, o, in));
+  }
+  g.setOutputs(outs);
+  return g;
+}
+
+Graph withParameterGathers(const Graph &opt) {
+  Graph g = emptyLike(opt);
+  g.name = opt.name;
+  GraphCopier c(opt, g);
+  for (ValueId v : opt.inputs())
+    c.addInput(v);
+  for (size_t i = 0; i < opt.nodes().size(); ++i)
+    c.copyNode(int32_t(i));
+  std::vector<ValueId> outs;
+  for (size_t o = 0; o < opt.outputs().size(); ++o) {
+    ValueId v = c.mapped(opt.outputs()[o]);
+    outs.push_back(gatheredDim(opt, o) < 0 ? v : addGather(g, opt, o, v));
+  }
+  g.setOutputs(outs);
+  return g;
+}
 
 Graph gradientReductions(const Graph &opt) {
   Graph g = emptyLike(opt);

@@ -26,4 +26,17 @@ Graph gradientReductions(const Graph &opt);
 /// not overlapped (what `estimate` costs).
 Graph withGradientReductions(const Graph &opt);
 
+/// The dim along which output `o` of `opt` (`%new.<p>`, not a moment) is
+/// split over dp: the parameter shard the runtime gathers; -1 if none.
+int64_t gatheredDim(const Graph &opt, size_t o);
+
+/// One all_gather over dp per output of `opt` with a gatheredDim, from the
+/// shard to the parameter's layout. Empty when nothing is gathered.
+Graph parameterGathers(const Graph &opt);
+
+/// `opt` with those gathers after it: each gathered output is replaced by
+/// its gather's result. The program as it would run if the gathers were not
+/// overlapped (what `estimate` costs).
+Graph withParameterGathers(const Graph &opt);
+
 } // namespace strata

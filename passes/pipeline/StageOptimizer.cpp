@@ -18,6 +18,12 @@
 // distributed optimizer keeps its shard in its gradient buffer). So the
 // optimizer's workspace holds no copy of the gradients.
 //
+// With ZeRO-1 the all-gathers of the updated parameters are not in the
+// program either (except a tied parameter's the program sends): its output
+// `%new.<p>` is this rank's dp shard (its sharding says along which dim),
+// which the runtime all-gathers into the parameter in buckets overlapping
+// the next forward (runtime/parallel/ParamGatherer.h).
+//
 //===----------------------------------------------------------------------===//
 #include "passes/pipeline/GraphCopy.h"
 #include "passes/pipeline/Pipeline.h"
@@ -87,9 +93,11 @@ void reduceGradientsInPlace(Graph &opt) {
 
 /// The AdamW graph of `owned`, partitioned when `micro` is: gradients
 /// partial over dp, and with `distributed` the ZeRO-1 layout
-/// (passes/spmd/DistributedOptimizer.h).
+/// (passes/spmd/DistributedOptimizer.h), whose updated shards are outputs
+/// except those of `sent` (gathered in the program: it sends them).
 llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
-                            const OptimizerConfig &config, bool distributed) {
+                            const OptimizerConfig &config, bool distributed,
+                            llvm::ArrayRef<ValueId> sent = {}) {
   Graph params;
   params.name = micro.name;
   params.mesh = micro.mesh;
@@ -110,8 +118,12 @@ llvm::Expected<Graph> adamw(const Graph &micro, llvm::ArrayRef<ValueId> owned,
   auto part = spmd::Partitioner(opt, po).run();
   if (!part)
     return part.takeError();
+  auto gatheredHere = [&](llvm::StringRef name) {
+    return llvm::any_of(sent,
+                        [&](ValueId p) { return micro.value(p).name == name; });
+  };
   if (distributed && dp > 1)
-    if (auto e = gatherUpdatedParams(*part))
+    if (auto e = gatherUpdatedParams(*part, gatheredHere))
       return e;
   return part;
 }
@@ -152,7 +164,12 @@ buildStageOptimizer(const Graph &micro, const std::optional<Mesh> &mesh,
   for (ValueId p : held)
     if (ownedBy(p) == rank)
       owned.push_back(p);
-  auto opt = adamw(micro, owned, config, distributed);
+  // The new values this rank sends to a holder of a tied parameter.
+  llvm::SmallVector<ValueId, 2> sentNew;
+  for (const TiedMessage &m : tied)
+    if (m.owner == rank)
+      sentNew.push_back(m.param);
+  auto opt = adamw(micro, owned, config, distributed, sentNew);
   if (!opt)
     return opt.takeError();
 

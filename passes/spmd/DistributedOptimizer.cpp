@@ -73,7 +73,9 @@ void seedDataParallelOptimizer(Graph &opt, int64_t dp, bool distributed) {
   }
 }
 
-llvm::Error gatherUpdatedParams(Graph &opt) {
+llvm::Error
+gatherUpdatedParams(Graph &opt,
+                    llvm::function_ref<bool(llvm::StringRef)> inProgram) {
   llvm::SmallVector<ValueId, 32> outs(opt.outputs().begin(),
                                       opt.outputs().end());
   for (ValueId &o : outs) {
@@ -102,6 +104,8 @@ llvm::Error gatherUpdatedParams(Graph &opt) {
     if (!ok || dim < 0)
       return err("optimizer output %new." + name +
                  " is neither the parameter's layout nor its dp shard");
+    if (!inProgram(name))
+      continue;
     TensorType full = opt.type(o);
     full.shape[dim] *= opt.mesh->axisSize("dp");
     std::string newName = opt.value(o).name;

@@ -1,8 +1,9 @@
 //===- GradReduceOptions.h - How gradients are reduced over dp -------------===//
 //
 // The trainer's options for the data-parallel gradient reduction
-// (runtime/parallel/GradReducer.h): `--dp-bucket-mb` and
-// `--overlap-grad-reduce` of train and verify.
+// (runtime/parallel/GradReducer.h) and ZeRO-1's parameter gathers
+// (runtime/parallel/ParamGatherer.h): `--dp-bucket-mb`,
+// `--overlap-grad-reduce` and `--overlap-param-gather` of train and verify.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -23,6 +24,11 @@ struct GradReduceOptions {
   /// accumulate_allreduce_grads_in_fp32), or BF16 / F16 cast around the
   /// collective (runtime/parallel/GradReduceDtype.h).
   DType dtype = DType::F32;
+  /// With ZeRO-1, all-gather the updated parameters in buckets (of
+  /// bucketBytes) overlapping the next forward (Megatron's
+  /// overlap_param_gather, runtime/parallel/ParamGatherer.h); else right
+  /// after the optimizer.
+  bool overlapParamGather = true;
 };
 
 } // namespace strata

@@ -54,6 +54,7 @@ struct ChunkPrograms {
   const Graph *forward = nullptr;
   const Graph *backward = nullptr;
   const ProgramBindings *backwardBindings = nullptr;
+  const ProgramBindings *forwardBindings = nullptr;
 };
 
 class GradReducer {
@@ -77,6 +78,8 @@ public:
   /// B program of the rank uses the dp group itself (the reductions would
   /// share its communicator with the compute stream's collectives).
   bool overlaps() const { return overlap_; }
+  /// The stream the reductions run on (the rank's dp stream).
+  StreamId stream() const { return stream_; }
 
   /// Starts a step of `microbatches` whose launches use `ctx` (comms, mesh,
   /// rank); until finish(), afterNode issues the buckets that become ready.

@@ -351,6 +351,7 @@ llvm::Error Trainer::bindEval() {
 }
 
 llvm::Error Trainer::initParams() {
+  discardParamGathers();
   for (const std::string &name : names_) {
     const Value &param = forward_.value(forward_.lookup(name));
     auto element = paramInitializer(param, opts_.seed);
@@ -457,6 +458,11 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
       bound.push_back(r.norm.data());
       continue;
     }
+    if (x.role == Role::NewParameter && r.gatherer->shardOutput(x.name)) {
+      // ZeRO-1: this rank's shard, gathered into the parameter later.
+      bound.push_back(r.gatherer->shardOutput(x.name));
+      continue;
+    }
     auto *state = r.state(x.role);
     auto it =
         state ? state->find(x.name) : llvm::StringMap<DeviceBuffer>::iterator();
@@ -483,6 +489,7 @@ llvm::Error Trainer::runOptimizer(RankState &r, size_t local, double lr) {
       r.messagesHeld += g.type(n.operands[0]).bytes();
   for (auto &[from, to] : staged)
     r.device->copy(to->data(), from->data(), to->bytes());
+  r.gatherer->afterOptimizer(group_.context(local, {}));
   return llvm::Error::success();
 }
 
@@ -569,6 +576,7 @@ llvm::Expected<StepStats> Trainer::step(const BatchFn &batch) {
         (state == &r->p       ? m.parameters
          : state == &r->grads ? m.gradients
                               : m.optimizerState) += t.second.bytes();
+    m.parameters += r->gatherer->shardBytes(); // ZeRO-1's updated shards
     m.workspace = r->workspaceBytes;
     r->measuring = true;
   }

@@ -172,9 +172,14 @@ private:
   /// Zeroes every rank's gradient buffers on its stream: the B programs
   /// accumulate into them.
   void zeroGradients();
-  /// Makes r's GradReducer, which lays out its gradient buffers in buckets
-  /// (runtime/parallel/GradReducerBind.cpp).
+  /// Makes r's GradReducer, which lays out its gradient buffers in buckets,
+  /// and its ParamGatherer (runtime/parallel/GradReducerBind.cpp).
   llvm::Error bindGradReducer(RankState &r);
+  /// Finishes every rank's pending ZeRO-1 parameter gathers (before the
+  /// parameters are read other than by a step's forward).
+  llvm::Error flushParamGathers();
+  /// Drops them (the parameters were set whole).
+  void discardParamGathers();
   // Loss scaling (runtime/train/LossScaling.cpp).
   /// Checks the plan takes a loss scale iff the run scales; allocates r's
   /// %loss_scale input.

@@ -10,6 +10,7 @@
 #include "runtime/DeviceBuffer.h"
 #include "runtime/Executable.h"
 #include "runtime/parallel/GradReducer.h"
+#include "runtime/parallel/ParamGatherer.h"
 #include "runtime/parallel/Trainer.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -40,6 +41,8 @@ struct Trainer::RankState {
   llvm::StringMap<DeviceBuffer> p, m, v, grads; // held parameters, local types
   /// Lays `grads` out in buckets and reduces them over dp in place.
   std::unique_ptr<GradReducer> reducer;
+  /// ZeRO-1: gathers the updated parameter shards into `p`.
+  std::unique_ptr<ParamGatherer> gatherer;
   /// Per optimizer output: whether it is written over the state it
   /// replaces; else into its staging buffer, then copied.
   std::vector<bool> optInPlace;

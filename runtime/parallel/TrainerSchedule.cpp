@@ -116,9 +116,20 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
   auto issueReady = [&](size_t node) {
     r.reducer->afterNode(in.chunk, in.microbatch, node);
   };
-  if (auto e = prog.enqueue(
-          ins, bound, r.workspace, outs, group_.context(local, base),
-          forward ? llvm::function_ref<void(size_t)>() : issueReady))
+  // ZeRO-1: the parameter gathers run while F computes; each bucket is
+  // waited for before the first node reading it (ParamGatherer.h).
+  auto awaitGathered = [&](size_t node) {
+    r.gatherer->afterNode(in.chunk, in.microbatch, node);
+  };
+  if (forward && !eval)
+    r.gatherer->beforeForward(in.chunk, in.microbatch,
+                              group_.context(local, {}));
+  if (auto e = prog.enqueue(ins, bound, r.workspace, outs,
+                            group_.context(local, base),
+                            forward && !eval
+                                ? llvm::function_ref<void(size_t)>(awaitGathered)
+                            : forward ? llvm::function_ref<void(size_t)>()
+                                      : issueReady))
     return e;
   if (trace_)
     if (auto e = r.device->synchronize())
@@ -153,6 +164,9 @@ llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
     if (!c)
       return c.takeError();
     const std::vector<Instr> &stream = streams[r.pipeRank];
+    // Eval programs read the parameters without waiting per bucket.
+    if (eval)
+      r.gatherer->flush(group_.context(l, {}));
     for (size_t i = 0; i < stream.size(); ++i) {
       llvm::Error e = runInstr(r, l, stream[i], counterBase, stats, eval);
       // Free the sends the schedule says were received by now, in stream
@@ -166,6 +180,7 @@ llvm::Error Trainer::runStreams(llvm::ArrayRef<std::vector<Instr>> streams,
                    stream[i].str() + ": " + llvm::toString(std::move(e)));
       r.held();
     }
+    r.gatherer->finish();
     if (auto e = r.device->synchronize())
       return err("pipeline rank " + llvm::Twine(r.pipeRank) + ": " +
                  llvm::toString(std::move(e)));

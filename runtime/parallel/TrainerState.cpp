@@ -100,6 +100,9 @@ Trainer::lossAndGrads(const int32_t *tokens, const int32_t *labels) {
 
 llvm::Expected<std::vector<std::pair<std::string, HostTensor>>>
 Trainer::gatherState() {
+  // ZeRO-1's last updates are gathered into the parameters first.
+  if (auto e = flushParamGathers())
+    return e;
   std::vector<std::pair<std::string, HostTensor>> state;
   auto gather =
       [&](const std::string &key, llvm::StringRef name, const Sharding &s,
@@ -127,6 +130,7 @@ Trainer::gatherState() {
 llvm::Error
 Trainer::scatter(llvm::function_ref<const HostTensor *(llvm::StringRef)> lookup,
                  bool moments) {
+  discardParamGathers(); // the parameters are set whole
   auto scatter =
       [&](const std::string &key, llvm::StringRef name, const Sharding &s,
           llvm::StringMap<DeviceBuffer> RankState::*field) -> llvm::Error {

@@ -41,6 +41,9 @@ llvm::Expected<std::vector<CollectiveUse>> planCollectives(const pb::Plan &plan,
                     uses);
     if (auto e = add("optimizer", plan.pipeline().optimizers(rank), 1))
       return e;
+    // ZeRO-1's parameter gathers, overlapping the next forward
+    // (runtime/parallel/ParamGatherer.h).
+    listCollectives(parameterGathers(*opt), "parameters (overlap F)", 1, uses);
   }
   return uses;
 }

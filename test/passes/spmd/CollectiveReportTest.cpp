@@ -73,6 +73,7 @@ std::vector<CollectiveUse> collectives(const ParallelCompileOptions &o) {
   for (const Graph &opt : c->pipeline.optimizers) {
     listCollectives(gradientReductions(opt), "gradients", 1, uses);
     listCollectives(opt, "optimizer", 1, uses);
+    listCollectives(parameterGathers(opt), "parameters", 1, uses);
   }
   return uses;
 }
