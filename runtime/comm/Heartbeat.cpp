@@ -49,6 +49,15 @@ void setStallHandler(StallHandler handler) {
   stallHandler() = std::move(handler);
 }
 
+void reportStall(const std::string &message) {
+  StallHandler h;
+  {
+    std::lock_guard<std::mutex> lock(handlerMu);
+    h = stallHandler();
+  }
+  h(message);
+}
+
 llvm::Expected<StoreHeartbeatOptions> StoreHeartbeatOptions::fromEnvironment() {
   StoreHeartbeatOptions o;
   const char *v = std::getenv(kHeartbeatTimeoutVar);
@@ -90,12 +99,7 @@ struct StoreHeartbeat::State {
   void fire(const std::string &message) {
     if (fired.exchange(true))
       return;
-    StallHandler h;
-    {
-      std::lock_guard<std::mutex> lock(handlerMu);
-      h = stallHandler();
-    }
-    h(message);
+    reportStall(message);
   }
   /// Waits an interval; false once the owner is done.
   bool sleep() {

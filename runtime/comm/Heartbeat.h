@@ -52,6 +52,11 @@ using StallHandler = std::function<void(const std::string &message)>;
 /// message as its other errors).
 void setStallHandler(StallHandler handler);
 
+/// Calls the process's stall handler with `message`: how any watchdog of a
+/// rank (this one's, the NCCL one's) reports a failed or stuck peer, so the
+/// message gets the driver's `strata <verb>: error:` form.
+void reportStall(const std::string &message);
+
 /// This rank's beat and watchdog, running while the object lives.
 class StoreHeartbeat {
 public:

@@ -1,14 +1,12 @@
 //===- Scheduler.cpp - Batching concurrent requests onto one engine -------===//
 #include "runtime/generate/Scheduler.h"
 
-#include "llvm/Support/raw_ostream.h"
-
 namespace strata::generate {
 
 Scheduler::Scheduler(Decoder &decoder, const Tokenizer &tokenizer,
-                     int64_t maxQueue)
-    : engine_(decoder, tokenizer), maxQueue_(maxQueue),
-      worker_([this] { run(); }) {}
+                     int64_t maxQueue, ErrorReport reportError)
+    : engine_(decoder, tokenizer), reportError_(std::move(reportError)),
+      maxQueue_(maxQueue), worker_([this] { run(); }) {}
 
 Scheduler::~Scheduler() {
   {
@@ -77,7 +75,8 @@ void Scheduler::run() {
     lock.unlock();
     if (auto e = engine_.step()) {
       std::string msg = llvm::toString(std::move(e));
-      llvm::errs() << "strata serve: error: decoding failed: " << msg << '\n';
+      if (reportError_)
+        reportError_("decoding failed: " + msg);
       engine_.cancelAll(msg);
     }
     lock.lock();

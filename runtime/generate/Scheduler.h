@@ -14,16 +14,24 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace strata::generate {
 
 class Scheduler {
 public:
+  /// Told, on the worker thread, why a decoding step failed (the sequences
+  /// in flight are then cancelled with that message); the strata driver
+  /// prints it in its `strata serve: error:` form.
+  using ErrorReport = std::function<void(const std::string &message)>;
+
   /// `decoder.slots()` is the largest batch; at most `maxQueue` sequences
   /// wait. Starts the worker.
-  Scheduler(Decoder &decoder, const Tokenizer &tokenizer, int64_t maxQueue);
+  Scheduler(Decoder &decoder, const Tokenizer &tokenizer, int64_t maxQueue,
+            ErrorReport reportError = nullptr);
   /// Stops the worker; sequences still queued or in flight finish as
   /// Cancelled.
   ~Scheduler();
@@ -43,6 +51,7 @@ private:
   void run();
 
   Engine engine_;
+  ErrorReport reportError_;
   int64_t maxQueue_;
   std::mutex mu_;
   std::condition_variable wake_;

@@ -7,19 +7,13 @@
 
 namespace strata {
 
-static llvm::Error trainError(llvm::Error e) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "strata train: error: " +
-                                     llvm::toString(std::move(e)));
-}
-
 llvm::Expected<Tokenizer> dataTokenizer(const RunOptions &opts,
                                         llvm::StringRef kind) {
   if (opts.dataBlend.empty())
     return makeTokenizer(kind, opts.dataPath);
   auto tok = megatron::blendTokenizer(opts.dataBlend, kind);
   if (!tok)
-    return trainError(tok.takeError());
+    return tok.takeError();
   return tok;
 }
 
@@ -42,7 +36,7 @@ llvm::Expected<TrainingData> openTrainingData(const RunOptions &opts,
     c.vocabSize = tokenizer.vocabSize();
     auto m = megatron::openMegatronData(c);
     if (!m)
-      return trainError(m.takeError());
+      return m.takeError();
     d.train = std::move(m->train);
     d.valid = std::move(m->valid);
     return d;

@@ -81,12 +81,14 @@ Error exportModel() {
   json::Object passthrough;
   if (const json::Object *hf = (*m)->ckpt.meta.getObject("hf"))
     passthrough = *hf;
-  if (!c.isGPT() && c.dropout > 0)
-    errs()
-        << "strata export-hf: warning: " << ckptPath << ": dropout "
-        << c.dropout
+  if (!c.isGPT() && c.dropout > 0) {
+    std::string msg;
+    raw_string_ostream(msg)
+        << ckptPath << ": dropout " << c.dropout
         << " is not expressible in a LlamaConfig (it has no residual dropout); "
-           "the exported model is the same without it\n";
+           "the exported model is the same without it";
+    reportWarning(msg);
+  }
   auto hfConfig = makeHfConfig(c, passthrough);
   if (!hfConfig)
     return fail(ckptPath + ": " + toString(hfConfig.takeError()));

@@ -101,7 +101,8 @@ int runServe() {
     return reportError(decoder.takeError());
   int64_t cacheBytes = static_cast<CachedDecoder &>(**decoder).cacheBytes();
   const Tokenizer &tok = *(*model)->tokenizer;
-  Scheduler scheduler(**decoder, tok, maxQueue);
+  Scheduler scheduler(**decoder, tok, maxQueue,
+                      [](const std::string &m) { reportError(m); });
   ServeContext ctx;
   ctx.config = &(*model)->config;
   ctx.tokenizer = &tok;

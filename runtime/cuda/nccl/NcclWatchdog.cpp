@@ -1,7 +1,7 @@
 //===- NcclWatchdog.cpp - Finds failed or stuck NCCL work -----------------===//
 #include "runtime/cuda/nccl/NcclWatchdog.h"
 
-#include "llvm/Support/raw_ostream.h"
+#include "runtime/comm/Heartbeat.h"
 
 #include <cstdlib>
 
@@ -14,9 +14,7 @@ NcclWatchdog::NcclWatchdog(Nccl &nccl, int64_t rank,
       onFailure_(std::move(onFailure)) {
   if (!onFailure_)
     onFailure_ = [rank](const std::string &message) {
-      llvm::errs() << "strata: error: rank " << rank << ": " << message << "\n";
-      llvm::errs().flush();
-      std::_Exit(1);
+      reportStall("rank " + std::to_string(rank) + ": " + message);
     };
   thread_ = std::thread([this] { loop(); });
 }

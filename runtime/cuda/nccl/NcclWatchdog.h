@@ -33,7 +33,8 @@ public:
   using OnFailure = std::function<void(const std::string &message)>;
   /// Watches for rank `rank` with the per-call `timeout`; `onFailure` runs
   /// once, on the watchdog's thread, after the communicators are aborted
-  /// (default: print "strata: error: ..." and exit with code 1).
+  /// (default: runtime/comm's reportStall, which prints
+  /// `strata <verb>: error: rank <r>: ...` and exits with code 1).
   NcclWatchdog(Nccl &nccl, int64_t rank, std::chrono::milliseconds timeout,
                OnFailure onFailure = nullptr);
 
