@@ -1,6 +1,7 @@
 //===- HostTensor.cpp - An owning, typed host buffer
 //-----------------------===//
 #include "runtime/HostTensor.h"
+#include "runtime/kernels/Float16.h"
 
 #include "llvm/Support/ErrorHandling.h"
 
@@ -28,6 +29,10 @@ double HostTensor::get(int64_t i) const {
     return data<float>()[i];
   case DType::F64:
     return data<double>()[i];
+  case DType::BF16:
+    return kernels::bf16ToFloat(data<uint16_t>()[i]);
+  case DType::F16:
+    return kernels::halfToFloat(data<uint16_t>()[i]);
   case DType::I32:
     return data<int32_t>()[i];
   case DType::I64:
@@ -46,6 +51,12 @@ void HostTensor::set(int64_t i, double v) {
     return;
   case DType::F64:
     data<double>()[i] = v;
+    return;
+  case DType::BF16: // rounded to nearest even, as the kernels store
+    data<uint16_t>()[i] = kernels::floatToBf16(float(v));
+    return;
+  case DType::F16:
+    data<uint16_t>()[i] = kernels::floatToHalf(float(v));
     return;
   case DType::I32:
     data<int32_t>()[i] = int32_t(v);

@@ -34,9 +34,10 @@ public:
     return static_cast<const T *>(raw());
   }
 
-  /// Element i converted to double (any dtype but bf16/f16).
+  /// Element i converted to double (bf16 / f16 widened exactly).
   double get(int64_t i) const;
-  /// Sets element i from a double (any dtype but bf16/f16).
+  /// Sets element i from a double (bf16 / f16: via f32, rounded to nearest
+  /// even, runtime/kernels/Float16.h).
   void set(int64_t i, double v);
 
   /// A deep copy.

@@ -230,14 +230,16 @@ void registerMixedPrecisionPass() {
          if (auto e = checkPassOptions("mixed-precision", o,
                                        {"dtype", "grad-reduce"}))
            return std::move(e);
-         // Gradients leave the microbatch graph in f32, so the optimizer
-         // program reduces them in f32 (Megatron's default). 16-bit
-         // reductions need 16-bit gradient buffers in the runtime.
+         // Gradients leave the microbatch graph in f32; the runtime's dp
+         // reduction may carry them in 16 bits (runtime/parallel/
+         // GradReduceDtype.h), which is not the graph's business.
          if (auto it = o.find("grad-reduce");
              it != o.end() && it->second != "f32")
            return err("mixed-precision: grad-reduce=" + it->second +
-                      " is not built (gradients are reduced in f32: "
-                      "grad-reduce=f32, the default)");
+                      ": gradients leave the graph in f32 (grad-reduce=f32, "
+                      "the default); for a 16-bit data-parallel reduction "
+                      "pass --grad-reduce-dtype bf16 or fp16 to strata train "
+                      "or verify");
          std::string name = "bf16";
          if (auto it = o.find("dtype"); it != o.end())
            name = it->second;
