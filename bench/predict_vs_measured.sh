@@ -6,7 +6,8 @@
 # wider GPT, serial and 2-device layouts (tp 2, dp 2, pp 2), print `strata
 # estimate --cluster <calibrated>`'s step time, the measured ones (`strata
 # train --steps N`'s per-step tokens/s after WARMUP steps, as seconds per
-# step: the fastest step and the median) and predicted / fastest.
+# step: the fastest step and the median), predicted / fastest, predicted /
+# median and the 1-minute load average after the run.
 #
 # Calibration keeps the fastest of a few batches of each microbenchmark
 # (perf/Calibrate.h), since other processes only add time; the fastest step
@@ -63,8 +64,8 @@ EOF
 }
 
 echo "load average before training: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-9s %-24s %12s %12s %12s %7s\n" model layout predicted fastest \
-  median ratio
+printf "%-9s %-24s %12s %12s %12s %7s %7s %5s\n" model layout predicted \
+  fastest median p/fast p/med load
 for model in gpt_tiny gpt_wide; do
   spec=$ROOT/examples/gpt_tiny.textproto
   [[ $model == gpt_wide ]] && spec=$OUT/gpt_wide.textproto
@@ -82,9 +83,10 @@ for model in gpt_tiny gpt_wide; do
       { cat "$run.log" >&2; exit 1; }
     read -r fastest median < <(measured "$run.log" "$run/metrics.jsonl")
     python3 -c "import sys; p, f, m = map(float, sys.argv[1:4]); \
-print('%-9s %-24s %9.2f ms %9.2f ms %9.2f ms %7.2f' % (sys.argv[4], \
-sys.argv[5], p * 1e3, f * 1e3, m * 1e3, p / f))" "$predicted" "$fastest" \
-      "$median" "$model" "$layout"
+print('%-9s %-24s %9.2f ms %9.2f ms %9.2f ms %7.2f %7.2f %5s' % (sys.argv[4], \
+sys.argv[5], p * 1e3, f * 1e3, m * 1e3, p / f, p / m, sys.argv[6]))" \
+      "$predicted" "$fastest" "$median" "$model" "$layout" \
+      "$(cut -d' ' -f1 /proc/loadavg)"
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); work directory: $OUT"

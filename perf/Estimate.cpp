@@ -2,7 +2,7 @@
 #include "perf/Estimate.h"
 
 #include "ir/Op.h"
-#include "passes/pipeline/GradReduction.h"
+#include "perf/GradBuckets.h"
 #include "perf/OpTime.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -46,48 +46,94 @@ public:
 
   /// `optimizer`: the rank's optimizer program (its ops are the optimizer
   /// phase; its tensors keep their dtype under bf16: an fp32 optimizer).
-  SimProgram lower(const Graph &g, bool optimizer, bool half) {
+  /// `buckets`: the dp gradient buckets issued in this program: after
+  /// their node in a backward program, first in the optimizer's (which
+  /// then waits for every bucket).
+  SimProgram lower(const Graph &g, bool optimizer, bool half,
+                   llvm::ArrayRef<GradBucket> buckets = {},
+                   int64_t microbatches = 1) {
     SimProgram out;
     half = half && !optimizer;
-    for (const Node &n : g.nodes()) {
-      if (n.op == OpKind::Send || n.op == OpKind::Recv) {
-        SimOp op;
-        op.kind = n.op == OpKind::Send ? SimOp::Send : SimOp::Recv;
-        op.peer = n.attrs.getInt("peer");
-        op.tag = n.attrs.getInt("tag");
-        const TensorType &t =
-            g.type(op.kind == SimOp::Send ? n.operands[0] : n.results[0]);
-        op.bytes =
-            half && t.dtype == DType::F32 ? 2 * t.numElements() : t.bytes();
-        if (op.kind == SimOp::Send)
-          op.seconds = messageSeconds(
-              double(op.bytes), pairLink(hw_, device_, op.peer * perStage_));
-        op.label =
-            label(out, opName(n.op).str() + " peer " + std::to_string(op.peer));
-        out.ops.push_back(op);
-        continue;
-      }
-      if (isCollective(n.op)) {
-        out.ops.push_back(collective(g, n, half, out));
-        continue;
-      }
-      double s = ops_.nodeSeconds(g, n, half);
-      if (s <= 0)
-        continue;
-      Phase phase = optimizer            ? Phase::Optimizer
-                    : isRecomputation(n) ? Phase::Recompute
-                                         : Phase::Compute;
-      // Consecutive compute of one phase is one span.
-      if (!out.ops.empty() && out.ops.back().kind == SimOp::Work &&
-          out.ops.back().phase == phase && out.ops.back().label < 0)
-        out.ops.back().seconds += s;
-      else
-        out.ops.push_back({SimOp::Work, phase, s});
+    if (optimizer) {
+      for (const GradBucket &b : buckets)
+        if (b.chunk < 0)
+          out.ops.push_back(bucket(b, microbatches, out));
+      if (!buckets.empty())
+        out.ops.push_back({SimOp::Join, Phase::CommDp});
     }
+    auto issue = [&](size_t i) {
+      if (optimizer)
+        return;
+      for (const GradBucket &b : buckets)
+        if (b.node == i)
+          out.ops.push_back(bucket(b, microbatches, out));
+    };
+    for (size_t i = 0; i < g.nodes().size(); ++i) {
+      lowerNode(g, g.nodes()[i], optimizer, half, out);
+      issue(i);
+    }
+    issue(g.nodes().size()); // after the program
     return out;
   }
 
 private:
+  void lowerNode(const Graph &g, const Node &n, bool optimizer, bool half,
+                 SimProgram &out) {
+    if (n.op == OpKind::Send || n.op == OpKind::Recv) {
+      SimOp op;
+      op.kind = n.op == OpKind::Send ? SimOp::Send : SimOp::Recv;
+      op.peer = n.attrs.getInt("peer");
+      op.tag = n.attrs.getInt("tag");
+      const TensorType &t =
+          g.type(op.kind == SimOp::Send ? n.operands[0] : n.results[0]);
+      op.bytes =
+          half && t.dtype == DType::F32 ? 2 * t.numElements() : t.bytes();
+      if (op.kind == SimOp::Send)
+        op.seconds = messageSeconds(
+            double(op.bytes), pairLink(hw_, device_, op.peer * perStage_));
+      op.label =
+          label(out, opName(n.op).str() + " peer " + std::to_string(op.peer));
+      out.ops.push_back(op);
+      return;
+    }
+    if (isCollective(n.op)) {
+      out.ops.push_back(collective(g, n, half, out));
+      return;
+    }
+    double s = ops_.nodeSeconds(g, n, half);
+    if (s <= 0)
+      return;
+    Phase phase = optimizer            ? Phase::Optimizer
+                  : isRecomputation(n) ? Phase::Recompute
+                                       : Phase::Compute;
+    // Consecutive compute of one phase is one span.
+    if (!out.ops.empty() && out.ops.back().kind == SimOp::Work &&
+        out.ops.back().phase == phase && out.ops.back().label < 0)
+      out.ops.back().seconds += s;
+    else
+      out.ops.push_back({SimOp::Work, phase, s});
+  }
+
+  /// A bucket on the rank's reduction stream: x *= 1 / microbatches, then
+  /// its all_reduce and reduce_scatters over dp.
+  SimOp bucket(const GradBucket &b, int64_t microbatches, SimProgram &p) {
+    GroupPlacement place =
+        placeGroup(mesh_, {"dp"}, device_, hw_.devices_per_node());
+    LinkModel link = groupLink(hw_, place);
+    SimOp op{SimOp::Async, Phase::CommDp};
+    if (microbatches > 1)
+      op.seconds += ops_.memorySeconds(2 * b.bytes);
+    if (b.allReduceBytes > 0)
+      op.seconds += collectiveSeconds(OpKind::AllReduce, b.allReduceBytes,
+                                      place.size, link, hw_, algorithm_);
+    for (double bytes : b.reduceScatterBytes)
+      op.seconds += collectiveSeconds(OpKind::ReduceScatter, bytes, place.size,
+                                      link, hw_, algorithm_);
+    op.bytes = int64_t(b.bytes);
+    op.label = label(p, "dp gradient bucket");
+    return op;
+  }
+
   int32_t label(SimProgram &p, std::string text) {
     p.labels.push_back(std::move(text));
     return int32_t(p.labels.size() - 1);
@@ -151,19 +197,31 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   bool half = options.precision == Precision::BF16;
   SimPlan sim;
   sim.schedule = p.schedule;
+  // The dp gradient reductions as the runtime makes them: in buckets on
+  // each rank's reduction stream, overlapping the backward (GradBuckets.h).
+  int64_t dp = 1;
+  for (const MeshAxis &a : mesh.axes)
+    if (a.name == "dp")
+      dp = a.size;
+  std::vector<std::vector<GradBucket>> buckets(p.optimizers.size());
+  for (size_t r = 0; r < p.optimizers.size(); ++r)
+    buckets[r] =
+        gradientBuckets(p, int64_t(r), dp, options.gradientBucketBytes);
+  int64_t m = p.schedule.microbatches;
   for (const PipelineStage &st : p.stages) {
     ProgramLowering lower(hw, ops, mesh, st.rank, options.algorithm);
+    std::vector<GradBucket> mine;
+    if (size_t(st.rank) < buckets.size())
+      for (const GradBucket &b : buckets[size_t(st.rank)])
+        if (b.chunk == st.chunk)
+          mine.push_back(b);
     sim.forward.push_back(lower.lower(st.forward, false, half));
-    sim.backward.push_back(lower.lower(st.backward, false, half));
+    sim.backward.push_back(lower.lower(st.backward, false, half, mine, m));
   }
   for (size_t r = 0; r < p.optimizers.size(); ++r) {
     ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
-    // The in-place dp gradient reductions, costed before the update, and
-    // ZeRO-1's parameter gathers after it (their overlap with the backward
-    // and the next forward is not modelled yet).
-    sim.optimizer.push_back(lower.lower(
-        withParameterGathers(withGradientReductions(p.optimizers[r])), true,
-        half));
+    sim.optimizer.push_back(
+        lower.lower(p.optimizers[r], true, half, buckets[r], m));
   }
   if (sim.forward.size() != size_t(p.schedule.numStages()) ||
       sim.optimizer.size() != size_t(p.schedule.pp))

@@ -9,8 +9,10 @@
 // the chosen precision, and the peak memory per device of the memory plan.
 //
 // strata's programs run their collectives in program order on the device's
-// one stream (no overlap of communication with compute in the IR today), so
-// every collective's time is exposed; the breakdown says by group.
+// one stream, so their time is exposed; the breakdown says by group. The
+// runtime's dp gradient reduction is not in the programs: it runs in
+// buckets on a second stream overlapping the backward (GradBuckets.h), and
+// only its wait before the optimizer is exposed.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -28,6 +30,9 @@ struct EstimateOptions {
   Precision precision = Precision::F32;
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::Auto;
   bool recordEvents = false;
+  /// The runtime's dp gradient bucket size (runtime/parallel/
+  /// GradReduceOptions.h: Megatron's 40M f32 elements).
+  int64_t gradientBucketBytes = int64_t(40'000'000) * 4;
 };
 
 /// What a step does, from the model (frontends/ModelStats.h).

@@ -3,9 +3,14 @@
 
 #include "ir/Op.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
+#include <tuple>
+#include <vector>
 
 namespace strata {
 
@@ -30,11 +35,73 @@ double OpTimeModel::gemmComputeSeconds(double batch, int64_t m, int64_t n,
   return waves * perTile;
 }
 
+namespace {
+/// Where x lies on a sorted axis, in log space: the two bracketing values
+/// and the weight of the upper one (clamped to the ends: 0 or 1).
+struct Bracket {
+  int64_t lo, hi;
+  double t;
+};
+Bracket bracket(const std::vector<int64_t> &axis, int64_t x) {
+  if (x <= axis.front())
+    return {axis.front(), axis.front(), 0};
+  if (x >= axis.back())
+    return {axis.back(), axis.back(), 0};
+  auto hi = std::upper_bound(axis.begin(), axis.end(), x);
+  int64_t h = *hi, l = *(hi - 1);
+  return {l, h,
+          std::log(double(x) / double(l)) / std::log(double(h) / double(l))};
+}
+} // namespace
+
 double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n, int64_t k,
                                  bool transA, bool transB) const {
   const auto &table = hw_.accelerator().gemm_table();
   if (table.empty() || precision_ != Precision::F32)
     return -1;
+  // The samples of the same transposes (another transpose is a different
+  // kernel), or every sample when none has them.
+  std::vector<const pb::GemmSample *> same;
+  for (const pb::GemmSample &g : table)
+    if (g.transpose_a() == transA && g.transpose_b() == transB)
+      same.push_back(&g);
+  if (same.empty())
+    for (const pb::GemmSample &g : table)
+      same.push_back(&g);
+  double flops = 2.0 * double(m) * double(n) * double(k);
+  auto rate = [](const pb::GemmSample &g) {
+    return 2.0 * double(g.m()) * double(g.n()) * double(g.k()) / g.seconds();
+  };
+  // Inside the calibrated grid: the rate (FLOP/s) trilinear in log m,
+  // log n, log k between the 8 samples around the shape, in log rate.
+  std::vector<int64_t> ms, ns, ks;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, const pb::GemmSample *> at;
+  for (const pb::GemmSample *g : same) {
+    ms.push_back(g->m()), ns.push_back(g->n()), ks.push_back(g->k());
+    at.emplace(std::make_tuple(g->m(), g->n(), g->k()), g); // the first
+  }
+  for (auto *axis : {&ms, &ns, &ks}) {
+    llvm::sort(*axis);
+    axis->erase(std::unique(axis->begin(), axis->end()), axis->end());
+  }
+  Bracket bm = bracket(ms, m), bn = bracket(ns, n), bk = bracket(ks, k);
+  double logRate = 0;
+  bool complete = true;
+  for (int c = 0; c < 8 && complete; ++c) {
+    auto it = at.find(
+        {c & 1 ? bm.hi : bm.lo, c & 2 ? bn.hi : bn.lo, c & 4 ? bk.hi : bk.lo});
+    if (it == at.end()) {
+      complete = false;
+      break;
+    }
+    double w = (c & 1 ? bm.t : 1 - bm.t) * (c & 2 ? bn.t : 1 - bn.t) *
+               (c & 4 ? bk.t : 1 - bk.t);
+    logRate += w * std::log(rate(*it->second));
+  }
+  if (complete)
+    return batch * flops / std::exp(logRate);
+  // A corner was not measured (over the calibration's FLOP cap): the
+  // nearest sample in log m, log n, log k, scaled by FLOPs.
   const pb::GemmSample *best = nullptr;
   double bestDist = 0;
   auto dist = [](int64_t a, int64_t b) {
@@ -42,17 +109,12 @@ double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n, int64_t k,
                         double(std::max<int64_t>(b, 1)));
     return d * d;
   };
-  for (const pb::GemmSample &g : table) {
-    // Another transpose is a different kernel: only when none matches.
-    double d =
-        dist(m, g.m()) + dist(n, g.n()) + dist(k, g.k()) +
-        (g.transpose_a() != transA || g.transpose_b() != transB ? 100 : 0);
+  for (const pb::GemmSample *g : same) {
+    double d = dist(m, g->m()) + dist(n, g->n()) + dist(k, g->k());
     if (!best || d < bestDist)
-      best = &g, bestDist = d;
+      best = g, bestDist = d;
   }
-  double ratio = double(m) * double(n) * double(k) /
-                 (double(best->m()) * double(best->n()) * double(best->k()));
-  return batch * best->seconds() * ratio;
+  return batch * flops / rate(*best);
 }
 
 double OpTimeModel::measuredAttention(double bh, int64_t s, int64_t d,

@@ -24,12 +24,16 @@
 //             (reshape is a view: free).
 //
 // A measured description (strata calibrate, perf/Calibrate.h) carries
-// tables instead: an f32 GEMM takes the time of the measured shape with the
-// same transposes nearest in log(m), log(n), log(k), scaled by the FLOP
-// ratio; attention the nearest measured (seq, head_dim) scaled by heads and
-// causal FLOPs; a memory-bound kernel moves its bytes at the bandwidth
-// measured for that working set (interpolated in log bytes), since a CPU's
-// caches make small tensors several times faster than DRAM.
+// tables instead: an f32 GEMM runs at the rate (FLOP/s) measured for the
+// same transposes, interpolated trilinearly in log(m), log(n), log(k)
+// (in log rate) between the 8 grid samples around its shape and clamped to
+// the grid's edges (a kernel's efficiency changes smoothly with the shape,
+// and a single sample's noise then weighs less); where a corner was not
+// measured, the nearest sample's rate; attention the nearest measured (seq,
+// head_dim) scaled by heads and causal FLOPs; a memory-bound kernel moves its
+// bytes at the bandwidth measured for that working set (interpolated in log
+// bytes), since a CPU's caches make small tensors several times faster than
+// DRAM.
 //
 // Tensor bytes follow the precision (Hardware.h): under bf16 an f32 tensor
 // of a stage program counts 2 bytes per element.

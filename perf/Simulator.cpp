@@ -40,6 +40,17 @@ public:
     ranks_.resize(p);
     state_.resize(p);
     barrier_.resize(p, -1);
+    // Each chunk's last backward per rank: where Async ops run.
+    lastBackward_.resize(p);
+    for (size_t r = 0; r < p; ++r)
+      for (size_t i = 0; i < stream(r).size(); ++i)
+        if (stream(r)[i].kind == Instr::Backward) {
+          std::vector<size_t> &last = lastBackward_[r];
+          size_t c = size_t(stream(r)[i].chunk);
+          if (c >= last.size())
+            last.resize(c + 1, 0);
+          last[c] = i;
+        }
   }
 
   llvm::Expected<SimResult> run() {
@@ -68,6 +79,7 @@ private:
   struct State {
     size_t instr = 0, op = 0;
     double clock = 0, programStart = 0;
+    double second = 0; // where the rank's second stream's work ends
   };
 
   const std::vector<Instr> &stream(size_t r) const {
@@ -91,9 +103,10 @@ private:
   }
 
   void event(size_t r, const std::string &name, const char *category,
-             double start, double end, int64_t bytes) {
+             double start, double end, int64_t bytes, int stream = 0) {
     if (record_)
-      events_.push_back({int64_t(r), name, category, start, end, bytes});
+      events_.push_back(
+          {int64_t(r), name, category, stream, start, end, bytes});
   }
 
   /// Runs rank r until it blocks or ends; true if it moved.
@@ -131,6 +144,22 @@ private:
           messages_.erase(it);
           break;
         }
+        case SimOp::Async:
+          if (in.kind == Instr::Backward &&
+              lastBackward_[r][size_t(in.chunk)] != s.instr)
+            break;
+          start = std::max(s.clock, s.second);
+          s.second = start + op.seconds;
+          if (op.label >= 0)
+            event(r, prog.labels[size_t(op.label)], "collective", start,
+                  s.second, op.bytes, 1);
+          ++s.op;
+          moved = true;
+          continue;
+        case SimOp::Join:
+          if (s.second > s.clock)
+            spend(r, op.phase, s.second - s.clock, false);
+          break;
         case SimOp::Barrier:
           if (barrier_[r] < 0) {
             barrier_[r] = s.clock;
@@ -210,6 +239,7 @@ private:
   std::vector<RankTime> ranks_;
   std::vector<State> state_;
   std::vector<double> barrier_; // arrival at the next barrier, -1: none
+  std::vector<std::vector<size_t>> lastBackward_; // [rank][chunk]: instr
   std::map<MessageKey, Message> messages_;
   std::vector<SimEvent> events_;
 };

@@ -16,6 +16,13 @@
 //   Barrier  a collective over pp (the optimizer's global gradient norm):
 //            the k-th barrier of every rank starts when the last rank
 //            reaches it and takes `seconds`.
+//   Async    work on the rank's second stream (the dp gradient reduction's,
+//            perf/GradBuckets.h): it starts when both the rank's clock and
+//            that stream's previous work are there, and the rank goes on at
+//            once. In a B program it runs only in the last microbatch of
+//            that chunk (the runtime issues a bucket then).
+//   Join     the rank waits for its second stream; the wait is exposed
+//            (its phase, comm_dp).
 //
 // Ranks advance in turns until each is blocked or done; a round with no
 // progress and unfinished ranks is a deadlock, reported with each rank's
@@ -50,10 +57,10 @@ inline constexpr size_t kNumPhases = 7;
 const char *phaseName(Phase p);
 
 struct SimOp {
-  enum Kind : uint8_t { Work, Send, Recv, Barrier };
+  enum Kind : uint8_t { Work, Send, Recv, Barrier, Async, Join };
   Kind kind = Work;
   Phase phase = Phase::Compute;
-  /// Work and Barrier: duration; Send: the message's transfer time.
+  /// Work, Barrier and Async: duration; Send: the message's transfer time.
   double seconds = 0;
   /// Send / Recv: the peer's pipeline rank and the message tag.
   int64_t peer = -1, tag = -1;
@@ -81,6 +88,8 @@ struct SimEvent {
   /// "F3", "optimizer" / "program"; "all_reduce tp", "send peer 1" /
   /// "collective" (a send from its post to its arrival).
   std::string name, category;
+  /// 0: the rank's stream; 1: its second stream (Async work).
+  int stream = 0;
   double start = 0, end = 0;
   int64_t bytes = -1;
 };

@@ -3,13 +3,15 @@
 // gpt_tiny's shapes (examples/gpt_tiny.textproto) compiled for two pipeline
 // stages: an unbalanced layer cut is slower than the balanced one, every
 // rank's phases sum to the step time, full recomputation shows as
-// recompute time about one forward of the blocks, and MFU is model FLOPs
-// over the step's capacity.
+// recompute time about one forward of the blocks, MFU is model FLOPs
+// over the step's capacity, and the dp gradient buckets hold every
+// parameter once, in the order the backward finishes them.
 //
 //===----------------------------------------------------------------------===//
 #include "perf/Estimate.h"
 #include "frontends/ModelStats.h"
 #include "frontends/Models.h"
+#include "perf/GradBuckets.h"
 
 #include <gtest/gtest.h>
 
@@ -109,6 +111,48 @@ TEST(EstimateTest, MfuIsModelFlopsOverCapacity) {
   EXPECT_DOUBLE_EQ(e.tokensPerSecond, 24 * 64 / e.stepTime);
   EXPECT_GT(e.breakdown[size_t(Phase::CommTp)], 0);
   EXPECT_GT(e.breakdown[size_t(Phase::CommDp)], 0);
+}
+
+TEST(EstimateTest, GradientBucketsHoldEveryParameterOnce) {
+  // dp 2: every parameter's gradient is all-reduced, or reduce-scattered
+  // with ZeRO-1, in buckets issued in the order the backward finishes them.
+  ModelConfig c = tinyGpt();
+  Graph model = buildModelGraph(c);
+  double padded = 0; // the parameters' bytes, each padded to 256
+  for (ValueId v : model.inputs())
+    if (model.type(v).dtype == DType::F32) // not the token ids or labels
+      padded += double(llvm::alignTo(model.type(v).bytes(), 256));
+  for (bool zero1 : {false, true}) {
+    ParallelCompileOptions o;
+    o.dp = 2;
+    o.microbatches = 2;
+    o.distributedOptimizer = zero1;
+    auto compiled = compilePipeline(buildModelGraph(c), o);
+    ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+    const PipelinePlan &p = compiled->pipeline;
+    EXPECT_TRUE(gradientBuckets(p, 0, 1, 1 << 30).empty()) << "dp 1";
+    std::vector<GradBucket> one = gradientBuckets(p, 0, 2, 1 << 30);
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].bytes, padded);
+    EXPECT_EQ(one[0].chunk, 0); // issued during the last backward
+    if (zero1)
+      EXPECT_FALSE(one[0].reduceScatterBytes.empty());
+    else
+      EXPECT_EQ(one[0].allReduceBytes, padded);
+    // 64 KB buckets: several, in order, the same bytes in all.
+    std::vector<GradBucket> many = gradientBuckets(p, 0, 2, 64 << 10);
+    EXPECT_GT(many.size(), 3u);
+    double sum = 0;
+    for (size_t i = 0; i < many.size(); ++i) {
+      sum += many[i].bytes;
+      EXPECT_EQ(many[i].chunk, 0);
+      if (i > 0)
+        EXPECT_LE(many[i - 1].node, many[i].node);
+      EXPECT_LE(many[i].node, p.stages[0].backward.nodes().size());
+    }
+    EXPECT_EQ(sum, padded);
+    EXPECT_LT(many.front().node, many.back().node) << "some overlap";
+  }
 }
 
 TEST(EstimateTest, ErrorsSayWhatDoesNotFit) {

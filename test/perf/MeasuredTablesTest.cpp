@@ -2,7 +2,8 @@
 //
 // A description from `strata calibrate` carries tables (proto/hardware.proto:
 // gemm_table, attention_table, bandwidth_table); OpTime.h says how they are
-// read: the nearest GEMM of the same transposes scaled by FLOPs, the nearest
+// read: the GEMM rate of the same transposes interpolated in log shape inside
+// the grid, else the nearest sample's rate scaled by FLOPs, the nearest
 // attention sample scaled by heads and causal FLOPs, and seconds per byte
 // linear in log(bytes) between bandwidth samples. The expected values are
 // written out by hand from those rules.
@@ -52,7 +53,7 @@ pb::Hardware measuredCpu() {
   return hw;
 }
 
-TEST(MeasuredTablesTest, GemmTakesTheNearestShapeScaledByFlops) {
+TEST(MeasuredTablesTest, GemmOutsideTheGridTakesTheNearestRate) {
   pb::Hardware hw = measuredCpu();
   OpTimeModel m(hw, Precision::F32, 50e9);
   // (300, 128, 128) is nearest (256, 128, 128): 300/256 of its time.
@@ -64,9 +65,37 @@ TEST(MeasuredTablesTest, GemmTakesTheNearestShapeScaledByFlops) {
   // A transposed A is its own kernel.
   EXPECT_DOUBLE_EQ(m.gemmSeconds(1, 256, 128, 128, 0, /*transA=*/true),
                    3e-4 + 2e-6);
-  // No sample with a transposed B: the nearest shape of any transpose.
-  EXPECT_DOUBLE_EQ(m.gemmSeconds(1, 256, 128, 128, 0, false, true),
-                   1e-4 + 2e-6);
+  // No sample with a transposed B: the nearest shape of any transpose (its
+  // rate through exp(log): relative 1e-12).
+  EXPECT_NEAR(m.gemmSeconds(1, 256, 128, 128, 0, false, true), 1e-4 + 2e-6,
+              1e-16);
+}
+
+TEST(MeasuredTablesTest, GemmRateIsInterpolatedInsideTheGrid) {
+  // A 2 x 2 x 2 grid, every sample at 10 GFLOP/s but (400, 400, 400) at
+  // 80: halfway in log m, log n and log k each corner weighs 1/8 in log
+  // rate, so the rate is 10e9 * 8^(1/8).
+  pb::Hardware hw = measuredCpu();
+  hw.mutable_accelerator()->clear_gemm_table();
+  for (int64_t m : {100, 400})
+    for (int64_t n : {100, 400})
+      for (int64_t k : {100, 400}) {
+        pb::GemmSample *g = hw.mutable_accelerator()->add_gemm_table();
+        g->set_m(m), g->set_n(n), g->set_k(k);
+        double rate = m == 400 && n == 400 && k == 400 ? 80e9 : 10e9;
+        g->set_seconds(2.0 * double(m * n * k) / rate);
+      }
+  OpTimeModel model(hw, Precision::F32, 80e9);
+  double rate = 10e9 * std::pow(8.0, 1.0 / 8.0);
+  // Relative 1e-12: exp and log round.
+  double expected = 2.0 * 200 * 200 * 200 / rate + 2e-6;
+  EXPECT_NEAR(model.gemmSeconds(1, 200, 200, 200, 0), expected,
+              1e-12 * expected);
+  // On a sample: its own time; beyond the grid: the edge's rate.
+  EXPECT_NEAR(model.gemmSeconds(1, 400, 400, 400, 0),
+              2.0 * 400 * 400 * 400 / 80e9 + 2e-6, 1e-15);
+  EXPECT_NEAR(model.gemmSeconds(3, 1600, 400, 400, 0),
+              3 * 2.0 * 1600 * 400 * 400 / 80e9 + 2e-6, 1e-12);
 }
 
 TEST(MeasuredTablesTest, BandwidthFollowsTheWorkingSet) {

@@ -3,13 +3,16 @@
 // Pipelines whose stage programs are one span of work between a recv and a
 // send: the bubble of 1F1B is the textbook (p-1)/m and of the interleaved
 // schedule (p-1)/(v*m) (Narayanan et al. 2021, sec. 2.2), an unbalanced cut
-// makes the heaviest rank the step, a transfer delays its receiver, and the
-// optimizer's pp collective waits for the last rank.
+// makes the heaviest rank the step, a transfer delays its receiver, the
+// optimizer's pp collective waits for the last rank, and work on the second
+// stream overlaps until the optimizer joins it.
 //
 //===----------------------------------------------------------------------===//
 #include "perf/Simulator.h"
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 namespace strata {
 namespace {
@@ -148,6 +151,28 @@ TEST(SimulatorTest, PipelineCollectiveWaitsForTheLastRank) {
     EXPECT_DOUBLE_EQ(sum, r->stepTime);
   }
   EXPECT_DOUBLE_EQ(r->ranks[1].phase[size_t(Phase::Optimizer)], 3);
+}
+
+TEST(SimulatorTest, AsyncWorkOverlapsAndTheJoinExposesTheRest) {
+  // One rank, 3 microbatches: F = 1; B = 2, then a reduction issued on the
+  // second stream (only in the last B), then 1; the optimizer waits for the
+  // stream, then works 1. F0 [0,1] B0 [1,4] F1 [4,5] B1 [5,8] F2 [8,9];
+  // B2's reduction starts at 11: it ends at 11 + r, B2 at 12.
+  for (double reduce : {5.0, 0.5}) {
+    SimPlan plan = chain({ScheduleKind::OneFOneB, 1}, 1, 3, {1}, {2});
+    SimOp async = work(reduce, Phase::CommDp);
+    async.kind = SimOp::Async;
+    plan.backward[0].ops.push_back(async);
+    plan.backward[0].ops.push_back(work(1));
+    SimOp join = work(0, Phase::CommDp);
+    join.kind = SimOp::Join;
+    plan.optimizer[0].ops = {join, work(1, Phase::Optimizer)};
+    auto r = simulatePlan(plan, true);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    double exposed = std::max(0.0, 11 + reduce - 12);
+    EXPECT_DOUBLE_EQ(r->ranks[0].phase[size_t(Phase::CommDp)], exposed);
+    EXPECT_DOUBLE_EQ(r->stepTime, 12 + exposed + 1);
+  }
 }
 
 TEST(SimulatorTest, MissingSendIsADeadlock) {

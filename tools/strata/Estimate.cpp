@@ -242,8 +242,10 @@ Error writeTrace(const PlanEstimate &e, int64_t perRank) {
   for (const SimEvent &ev : e.sim.events) {
     int64_t begin = std::llround(ev.start * 1e6);
     for (int64_t i = 0; i < copies; ++i)
-      trace.add({ev.rank * perRank + i, "device stream 0", ev.name, ev.category,
-                 begin, std::llround(ev.end * 1e6) - begin, ev.bytes});
+      trace.add({ev.rank * perRank + i,
+                 "device stream " + std::to_string(ev.stream), ev.name,
+                 ev.category, begin, std::llround(ev.end * 1e6) - begin,
+                 ev.bytes});
   }
   json::Value json = trace.toJson();
   return writeFileAtomically(tracePath, [&](raw_ostream &out) {
