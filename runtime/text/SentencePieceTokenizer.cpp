@@ -40,8 +40,8 @@ const Shim &shim() {
   static const Shim s = [] {
     Shim s{};
     // RTLD_DEEPBIND keeps sentencepiece's protobuf-lite to itself;
-    // AddressSanitizer refuses it (.model files then work only in programs
-    // that do not link libprotobuf).
+    // AddressSanitizer refuses it, so the sanitizer build links libprotobuf
+    // statically (CMakeLists.txt) and sentencepiece binds to its own copy.
     int flags = RTLD_NOW | RTLD_LOCAL;
 #if !defined(__SANITIZE_ADDRESS__)
     flags |= RTLD_DEEPBIND;
