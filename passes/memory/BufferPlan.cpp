@@ -85,6 +85,9 @@ llvm::Error verifyBufferPlan(const Graph &g, const BufferPlan &plan) {
   if (plan.offsets.size() != g.numValues() || plan.root.size() != g.numValues())
     return fail("covers " + llvm::Twine(plan.offsets.size()) +
                 " values, the program has " + llvm::Twine(g.numValues()));
+  if (plan.arenaBytes < 0)
+    return fail("has a negative arena size (" + llvm::Twine(plan.arenaBytes) +
+                " bytes)");
   for (ValueId v = 0; v < ValueId(g.numValues()); ++v) {
     ValueId r = plan.root[v];
     if (r < 0 || r > v || plan.root[r] != r ||
@@ -92,7 +95,9 @@ llvm::Error verifyBufferPlan(const Graph &g, const BufferPlan &plan) {
       return fail("aliases %" + g.value(v).name +
                   " to storage of another size");
     int64_t off = plan.offsets[v];
-    if (off < -1 || (off >= 0 && off + g.type(v).bytes() > plan.arenaBytes))
+    // Compared without adding: a plan file's offset may be near INT64_MAX.
+    if (off < -1 || (off >= 0 && (off > plan.arenaBytes ||
+                                  g.type(v).bytes() > plan.arenaBytes - off)))
       return fail("places %" + g.value(v).name + " outside its arena");
   }
   return llvm::Error::success();
