@@ -215,6 +215,9 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     return Types{TensorType{in[0].dtype, out}};
   }
   case OpKind::MatMul: {
+    if (in.size() != 2 && in.size() != 3)
+      return err("matmul takes 2 operands (a, b) or 3 (a, b, acc), got " +
+                 std::to_string(in.size()));
     const TensorType &a = in[0], &b = in[1];
     if (a.rank() < 2 || b.rank() < 2)
       return err("matmul operands need rank >= 2");
@@ -235,7 +238,20 @@ llvm::Expected<Types> inferImpl(OpKind k, llvm::ArrayRef<TensorType> in,
     Shape out(a.shape.begin(), a.shape.end() - 2);
     out.push_back(m);
     out.push_back(n);
-    return Types{TensorType{a.dtype, out}};
+    TensorType product{a.dtype, out};
+    if (in.size() == 3) {
+      // 16-bit operands may accumulate into f32 (Megatron's main_grad).
+      if ((a.dtype == DType::BF16 || a.dtype == DType::F16) &&
+          in[2].dtype == DType::F32)
+        product.dtype = DType::F32;
+      if (in[2] != product)
+        return err("matmul accumulator " + in[2].str() +
+                   " is not the product's type " + product.str() +
+                   (a.dtype == DType::BF16 || a.dtype == DType::F16
+                        ? " (or f32)"
+                        : ""));
+    }
+    return Types{product};
   }
   case OpKind::Reshape: {
     IntList shape = attrs.getInts("shape");

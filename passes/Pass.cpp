@@ -20,6 +20,7 @@ void registerAutodiffPass();
 void registerCombineAllReducePass();
 void registerDeadCodeEliminationPass();
 void registerFusionPass();
+void registerGradAccumulationFusionPass();
 void registerLossScalePass();
 void registerMegatronSeedsPass();
 void registerMemoryPass();
@@ -35,6 +36,7 @@ void registerAllPasses() {
     registerCombineAllReducePass();
     registerDeadCodeEliminationPass();
     registerFusionPass();
+    registerGradAccumulationFusionPass();
     registerLossScalePass();
     registerMegatronSeedsPass();
     registerMemoryPass();

@@ -84,8 +84,9 @@ llvm::Expected<Grads> gradReduceMax(GradCtx &c) {
   return Grads{c.b.sub(dyb, c.b.create1(OpKind::ReluGrad, {dyb, below}))};
 }
 
-// y = op(a) @ op(b), op = optional transpose. With A = op(a), B = op(b):
-// dA = dy B^T, dB = A^T dy, and da / db undo the transposes:
+// y = op(a) @ op(b) [+ acc], op = optional transpose. With A = op(a),
+// B = op(b): dA = dy B^T, dB = A^T dy, dacc = dy, and da / db undo the
+// transposes:
 //   da = ta ? B dy^T : dy B^T          db = tb ? dy^T A : A^T dy
 llvm::Expected<Grads> gradMatMul(GradCtx &c) {
   ValueId a = c.x(0), b = c.x(1), dy = c.dy();
@@ -94,7 +95,9 @@ llvm::Expected<Grads> gradMatMul(GradCtx &c) {
   TensorType at = c.type(a), bt = c.type(b);
   // b is rank 2 and shared by every batch entry of a.
   bool sharedRhs = bt.rank() == 2 && at.rank() > 2;
-  Grads g(2, kNoValue);
+  Grads g(c.node.operands.size(), kNoValue);
+  if (g.size() == 3 && c.wants(2))
+    g[2] = dy;
   if (c.wants(0)) {
     if (!ta)
       g[0] = c.b.matmul(dy, b, false, !tb);

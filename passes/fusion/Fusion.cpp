@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 #include <queue>
@@ -268,12 +269,20 @@ void registerFusionPass() {
       {"fusion",
        "group elementwise chains, matmul epilogues and row-op (softmax, "
        "norm) prologues/epilogues into fused kernels; {epilogues=false} "
-       "keeps matmuls out, {rows=false} row ops",
+       "keeps matmuls out, {rows=false} row ops, {max_inputs=N} caps the "
+       "values a kernel reads (default 1024)",
        [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
          if (auto e =
-                 checkPassOptions("fusion", options, {"epilogues", "rows"}))
+                 checkPassOptions("fusion", options,
+                                  {"epilogues", "rows", "max_inputs"}))
            return e;
          FusionOptions o;
+         if (auto it = options.find("max_inputs"); it != options.end())
+           if (!llvm::to_integer(it->second, o.maxInputs) || o.maxInputs < 1)
+             return llvm::createStringError(
+                 llvm::inconvertibleErrorCode(),
+                 "fusion: max_inputs must be a positive integer, got '" +
+                     it->second + "'");
          for (auto [key, flag] : {std::pair{"epilogues", &o.matmulEpilogues},
                                   std::pair{"rows", &o.rowOps}}) {
            auto it = options.find(key);

@@ -12,7 +12,8 @@
 // topologically, each unit (node or group) as early as its inputs allow but
 // in original order otherwise, groups placed at their last member.
 // Options: `epilogues=false` keeps matmuls out of groups, `rows=false`
-// keeps row ops (softmax, norms) out.
+// keeps row ops (softmax, norms) out, `max_inputs=N` caps the values a
+// kernel reads (FusionOptions::maxInputs).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -39,6 +39,7 @@ private:
   struct Group {
     FusionGroup g;
     Shape domain;
+    int64_t inputs = 0; ///< FusionOptions::maxInputs's count
     bool backward = false;
     bool alive = true;
   };
@@ -82,6 +83,7 @@ int32_t Grouper::newGroup(int32_t node, Lead lead) {
   if (lead == Lead::Row)
     grp.g.row = node;
   grp.domain = g_.type(n.results[0]).shape;
+  grp.inputs = int64_t(n.operands.size());
   grp.backward = isBackward(n);
   groups_.push_back(std::move(grp));
   groupOf_[node] = int32_t(groups_.size() - 1);
@@ -163,6 +165,7 @@ void Grouper::join(int32_t a, int32_t b) {
     std::inplace_merge(m.begin(), m.begin() + mid, m.end());
   ga.g.anchor = std::max(ga.g.anchor, gb.g.anchor);
   ga.g.row = std::max(ga.g.row, gb.g.row);
+  ga.inputs += gb.inputs;
   for (int32_t n : gb.g.members)
     groupOf_[n] = a;
   gb.alive = false;
@@ -196,7 +199,7 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
   Group &ga = groups_[a], &gb = groups_[b];
   auto led = [](const Group &x) { return x.g.anchor >= 0 || x.g.row >= 0; };
   if (ga.domain != gb.domain || ga.backward != gb.backward ||
-      (led(ga) && led(gb)))
+      (led(ga) && led(gb)) || ga.inputs + gb.inputs > options_.maxInputs)
     return false;
   if (!canJoin(a, b))
     return false;
@@ -207,7 +210,7 @@ bool Grouper::tryMerge(int32_t a, int32_t b) {
 bool Grouper::isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const {
   const Node &p = g_.node(producer);
   return options_.matmulEpilogues && p.op == OpKind::MatMul &&
-         groupOf_[producer] < 0 && !isOutput_[v] &&
+         p.operands.size() == 2 && groupOf_[producer] < 0 && !isOutput_[v] &&
          isFloatKernelDType(g_.type(v).dtype) &&
          g_.type(v).shape == g_.type(g_.node(consumer).results[0]).shape &&
          users_[v].size() == 1 && users_[v][0] == consumer;

@@ -56,6 +56,12 @@ struct FusionOptions {
   /// Let row ops (softmax, norms and their gradients) take prologues and
   /// epilogues.
   bool rowOps = true;
+  /// The most values a kernel reads, counted as the sum of its members'
+  /// operands (an upper bound). Every input is a kernel parameter, and a
+  /// CUDA kernel's parameters take at most 32,764 bytes: 1024 pointers
+  /// leave room for the sizes and results. It splits the optimizer's
+  /// grad-norm chain (one add per parameter) into kernels of <= 512 adds.
+  int64_t maxInputs = 1024;
 };
 
 struct FusionGroup {

@@ -26,6 +26,7 @@ int32_t GraphCopier::copyNode(const Node &n, llvm::ArrayRef<ValueId> operands,
                                            : src_.value(n.results[i]).name);
   }
   int32_t m = dst_.addNode(n.op, operands, types, attrs, n.scope, resultNames);
+  dst_.node(m).body = n.body;
   for (size_t i = 0; i < n.results.size(); ++i)
     dst_.value(dst_.node(m).results[i]).sharding =
         src_.value(n.results[i]).sharding;

@@ -5,6 +5,7 @@
 #include "passes/PassManager.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
+#include "passes/fusion/GradAccumulationFusion.h"
 #include "passes/pipeline/ModelUnits.h"
 #include "passes/pipeline/ProgramPasses.h"
 #include "passes/spmd/Spmd.h"
@@ -61,6 +62,7 @@ llvm::Expected<CompiledPipeline> plan(const Graph &micro, RecomputeOptions ro,
   pm.addPass(createPipelinePass(po));
   if (fusion)
     pm.addPass(createFusionPass());
+  pm.addPass(createGradAccumulationFusionPass());
   pm.addPass(createMemoryPass(model));
   if (auto changed = pm.run(a); !changed)
     return changed.takeError();

@@ -40,6 +40,10 @@ Roles rolesOf(int64_t rank, bool transposed, bool isLhs, bool hasBatch) {
 
 llvm::Error partitionMatMul(Partitioner &p) {
   const Node &n = p.node();
+  if (n.operands.size() == 3)
+    return p.fail("a matmul with an accumulator is made by "
+                  "grad-accumulation-fusion after partitioning (run spmd "
+                  "first)");
   ValueId a = p.operand(0), b = p.operand(1);
   TensorType at = p.globalType(a), bt = p.globalType(b);
   Roles ra = rolesOf(at.rank(), n.attrs.getBool("transpose_a"), true, true);

@@ -238,6 +238,11 @@ template <typename T> struct MatMulK {
     g.K = A.shape[A.rank() - (g.transA ? 2 : 1)];
     g.batch = rows(llvm::ArrayRef<int64_t>(C.shape).drop_back());
     g.strideB = B.rank() == 2 ? 0 : -1;
+    if (a.in.size() == 3) { // C = acc + A B: beta = 1 over the accumulator
+      if (a.in[2] != a.out[0])
+        std::memcpy(a.o<T>(0), a.i<T>(2), C.bytes());
+      g.beta = 1;
+    }
     k::matmul(a.i<T>(0), a.i<T>(1), a.o<T>(0), g);
     return ok();
   }

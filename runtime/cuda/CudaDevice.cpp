@@ -59,8 +59,6 @@ public:
   int64_t partialDoubles = 0;
   /// The muls an AdamW update folds (AdamWBatch.h).
   llvm::DenseMap<const Node *, const Node *> foldedMuls;
-  /// The matmuls that accumulate into a gradient buffer (MatmulGemm.h).
-  llvm::DenseMap<const Node *, const Node *> accumulating;
   /// 16-bit nodes, run on f32 copies (Widen.h): the node retyped f32, and
   /// its hand-written kernel (null: a generated one, in `kernels`).
   struct Widened {
@@ -282,9 +280,8 @@ CudaDevice::prepare(const Graph &g) {
     kernels.push_back(std::move(k));
   }
   m->foldedMuls = cuda::foldableMuls(g);
-  m->accumulating = cuda::accumulatingMatmuls(g);
   if (kernels.empty())
-    return m->foldedMuls.empty() && m->accumulating.empty() &&
+    return m->foldedMuls.empty() &&
                    m->widened.empty()
                ? nullptr
                : std::unique_ptr<KernelModule>(std::move(m));
@@ -442,11 +439,6 @@ void CudaDevice::launch(const Graph &g, const Node &node,
                         llvm::ArrayRef<void *> results,
                         const LaunchContext &ctx) {
   const auto *m = static_cast<const CudaKernelModule *>(ctx.module);
-  if (pendingMatmul_) {
-    if (pendingMatmul_->add == &node && operands[1] == pendingMatmul_->c)
-      return note(accumulateMatmul(g, operands, results, ctx));
-    note(flushMatmul());
-  }
   {
     std::lock_guard<std::mutex> lock(adamwMu_);
     cuda::StreamHandle s = stream(ctx.stream);
@@ -470,16 +462,17 @@ void CudaDevice::launch(const Graph &g, const Node &node,
                                  operands.empty() ? nullptr : operands[0],
                                  results.empty() ? nullptr : results[0], ctx));
   if (node.op == OpKind::MatMul) {
-    if (const Node *add = m ? m->accumulating.lookup(&node) : nullptr) {
-      // Runs with its add, next.
-      pendingMatmul_ = PendingMatmul{&g,          &node,       add,
-                                     operands[0], operands[1], results[0],
-                                     ctx.stream};
-      return;
+    cuda::Gemm gm =
+        cuda::matmulGemm(g, node, operands[0], operands[1], results[0]);
+    if (operands.size() == 3) { // acc + A B: beta = 1 over the accumulator
+      if (results[0] != operands[2])
+        if (auto e = driver_->copyOnDevice(
+                cuda::DevicePtr(results[0]), cuda::DevicePtr(operands[2]),
+                g.type(node.results[0]).bytes(), stream(ctx.stream)))
+          return note(std::move(e));
+      gm.beta = 1;
     }
-    return note(driver_->gemm(
-        cuda::matmulGemm(g, node, operands[0], operands[1], results[0]),
-        stream(ctx.stream)));
+    return note(driver_->gemm(gm, stream(ctx.stream)));
   }
   if (m)
     if (auto w = m->widened.find(&node); w != m->widened.end())

@@ -90,16 +90,6 @@ private:
   /// Launches the deferred AdamW updates (before anything that may read
   /// or write their memory).
   void flushDeferred();
-  /// A matmul whose add {accumulate} comes next (MatmulGemm.h): run as
-  /// one GEMM with beta = 1 when the add is launched, alone otherwise.
-  struct PendingMatmul {
-    const Graph *g;
-    const Node *matmul, *add;
-    const void *a, *b;
-    void *c;
-    StreamId stream;
-  };
-  llvm::Error flushMatmul();
   /// A 16-bit node on f32 copies (Widen.h): `body` is the node retyped f32,
   /// run by `launcher` or (null) by its generated kernel.
   llvm::Error launchWidened(const Graph &g, const Node &node,
@@ -114,10 +104,6 @@ private:
   const void *staged(const void *src, int64_t bytes);
   /// Device memory of at least `bytes` for launchWidened's copies on `s`.
   llvm::Expected<void *> widenScratch(cuda::StreamHandle s, int64_t bytes);
-  llvm::Error accumulateMatmul(const Graph &g,
-                               llvm::ArrayRef<const void *> operands,
-                               llvm::ArrayRef<void *> results,
-                               const LaunchContext &ctx);
   /// A fused node or single op from the graph's generated kernels.
   llvm::Error launchGenerated(const Node &node,
                               llvm::ArrayRef<const void *> operands,
@@ -140,7 +126,6 @@ private:
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function scale_ = nullptr;
   std::unique_ptr<cuda::AdamWBatch> adamw_;
-  std::optional<PendingMatmul> pendingMatmul_;
   struct WidenBuffer {
     cuda::StreamHandle stream; // null once replaced by a larger one
     cuda::DevicePtr ptr;

@@ -4,14 +4,11 @@
 //  - AdamW updates (and the clip muls they fold) deferred into one batched
 //    launch (AdamWBatch.h), flushed before anything that may touch their
 //    memory;
-//  - a matmul whose product the next node accumulates into a gradient
-//    buffer, run with that add as one GEMM with beta = 1 (MatmulGemm.h);
 //  - 16-bit nodes run on f32 copies (Widen.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/AdamWBatch.h"
 #include "runtime/cuda/CudaDevice.h"
-#include "runtime/cuda/MatmulGemm.h"
 #include "runtime/cuda/Widen.h"
 
 namespace strata {
@@ -86,40 +83,7 @@ llvm::Error CudaDevice::launchWidened(const Graph &g, const Node &node,
   return llvm::Error::success();
 }
 
-llvm::Error CudaDevice::flushMatmul() {
-  if (!pendingMatmul_)
-    return llvm::Error::success();
-  PendingMatmul p = *pendingMatmul_;
-  pendingMatmul_.reset();
-  return driver_->gemm(cuda::matmulGemm(*p.g, *p.matmul, p.a, p.b, p.c),
-                       stream(p.stream));
-}
-
-llvm::Error CudaDevice::accumulateMatmul(const Graph &g,
-                                         llvm::ArrayRef<const void *> operands,
-                                         llvm::ArrayRef<void *> results,
-                                         const LaunchContext &ctx) {
-  PendingMatmul p = *pendingMatmul_;
-  pendingMatmul_.reset();
-  {
-    std::lock_guard<std::mutex> lock(adamwMu_);
-    if (adamw_->conflicts(g, *p.add, operands, results, stream(ctx.stream)))
-      if (auto e = adamw_->flush())
-        return e;
-  }
-  cuda::StreamHandle s = stream(ctx.stream);
-  if (results[0] != operands[0]) // the sum goes elsewhere: start from acc
-    if (auto e = driver_->copyOnDevice(cuda::DevicePtr(results[0]),
-                                       cuda::DevicePtr(operands[0]),
-                                       g.type(p.add->results[0]).bytes(), s))
-      return e;
-  cuda::Gemm gm = cuda::matmulGemm(*p.g, *p.matmul, p.a, p.b, results[0]);
-  gm.beta = 1;
-  return driver_->gemm(gm, s);
-}
-
 void CudaDevice::flushDeferred() {
-  note(flushMatmul());
   std::lock_guard<std::mutex> lock(adamwMu_);
   if (adamw_ && !adamw_->empty())
     note(adamw_->flush());

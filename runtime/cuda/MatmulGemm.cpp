@@ -156,31 +156,4 @@ Gemm epilogueGemm(const Graph &body, const EpiloguePlan &plan,
   return g;
 }
 
-llvm::DenseMap<const Node *, const Node *> accumulatingMatmuls(const Graph &g) {
-  llvm::DenseMap<const Node *, const Node *> folds;
-  auto users = g.users();
-  llvm::ArrayRef<Node> nodes = g.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node &mm = nodes[i];
-    if (mm.op != OpKind::MatMul)
-      continue;
-    ValueId prod = mm.results[0];
-    size_t next = i + 1; // the executor skips reshapes (views)
-    while (next < nodes.size() && nodes[next].op == OpKind::Reshape)
-      ++next;
-    if (next == nodes.size() || users[prod].size() != 1 ||
-        llvm::is_contained(g.outputs(), prod))
-      continue;
-    const Node &add = nodes[next];
-    if (add.op != OpKind::Add || !add.attrs.getBool("accumulate") ||
-        add.operands.size() != 2 || add.operands[1] != prod ||
-        add.operands[0] == prod ||
-        g.type(add.operands[0]) != g.type(prod) ||
-        g.type(add.results[0]) != g.type(prod))
-      continue;
-    folds[&mm] = &add;
-  }
-  return folds;
-}
-
 } // namespace strata::cuda

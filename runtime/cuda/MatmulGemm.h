@@ -15,9 +15,8 @@
 //        over every dim but the last                   is the bias gradient)
 //    The activation's rows fold into one GEMM (n = rows) so a bias gradient
 //    sums them all; GELU's aux matrix needs N % 8 == 0 (cuBLASLt's rule).
-//  - accumulation (Megatron's gradient_accumulation_fusion): a matmul whose
-//    one use is the next node, `add {accumulate=true}` of a gradient buffer
-//    and the product, runs as one GEMM with beta = 1 into that buffer.
+//  - a matmul with an accumulator operand (grad-accumulation-fusion) is
+//    the GEMM with beta = 1; CudaDevice sets it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -25,7 +24,6 @@
 #include "ir/Graph.h"
 #include "runtime/cuda/Driver.h"
 
-#include "llvm/ADT/DenseMap.h"
 
 #include <optional>
 
@@ -56,9 +54,5 @@ std::optional<EpiloguePlan> matchEpilogue(const Graph &body);
 Gemm epilogueGemm(const Graph &body, const EpiloguePlan &plan,
                   llvm::ArrayRef<const void *> operands,
                   llvm::ArrayRef<void *> results);
-
-/// The matmuls of `g` whose accumulation into a gradient buffer folds into
-/// their GEMM (beta = 1), each mapped to its `add {accumulate=true}`.
-llvm::DenseMap<const Node *, const Node *> accumulatingMatmuls(const Graph &g);
 
 } // namespace strata::cuda

@@ -7,9 +7,9 @@
 //    the BIAS, GELU_AUX_BIAS, DGELU and DGELU_BGRAD epilogues; a GELU body
 //    whose aux matrix cuBLASLt cannot take (N % 8 != 0) keeps its generated
 //    epilogue;
-//  - a matmul whose product is accumulated next (`add {accumulate=true}`,
-//    the B programs' gradient accumulation) is one GEMM with beta = 1 into
-//    the sum, and one that is not stays alone;
+//  - a matmul with an accumulator operand (grad-accumulation-fusion, the B
+//    programs' gradient accumulation) is one GEMM with beta = 1 into
+//    the sum (a copy of the accumulator first), beta = 0 without one;
 //  - bf16 programs: matmuls with bf16 inputs (f32 compute) and every other
 //    op on f32 copies rounded once, as the CPU device does.
 // Tolerances: f32 1e-5 relative to max(1, |x|) (the GEMMs add in other
@@ -175,20 +175,17 @@ TEST(CudaGemm, FusedMatmulBodiesRunAsCublasLtEpilogues) {
   EXPECT_EQ(run.launches.size(), 1u);
 }
 
-TEST(CudaGemm, AnAccumulatedProductIsOneGemmWithBetaOne) {
+TEST(CudaGemm, AMatmulWithAnAccumulatorIsOneGemmWithBetaOne) {
   Outcome run = runBoth(R"(graph @acc(%a: f32[32,16], %d: f32[32,24], %acc: f32[16,24]) {
-  %p = matmul(%a, %d) {transpose_a=true} : f32[16,24]
-  %sum = add(%acc, %p) {accumulate=true} : f32[16,24]
+  %sum = matmul(%a, %d, %acc) {transpose_a=true} : f32[16,24]
   %q = matmul(%a, %d) {transpose_a=true} : f32[16,24]
-  %other = neg(%d) : f32[32,24]
-  %sum2 = add(%sum, %q) {accumulate=true} : f32[16,24]
-  return %sum, %sum2, %other
+  return %sum, %q
 }
 )");
   expectClose(run, 1e-5);
   ASSERT_EQ(run.gemms.size(), 2u);
   EXPECT_EQ(run.gemms[0].beta, 1.0); // into %sum, which starts as %acc
-  EXPECT_EQ(run.gemms[1].beta, 0.0); // %other comes between: alone
+  EXPECT_EQ(run.gemms[1].beta, 0.0);
 }
 
 const char *const kBf16Program = R"(graph @half(%a: bf16[8,32], %b: bf16[32,16], %x: bf16[8,16], %ln.w: f32[16], %ln.b: f32[16]) {

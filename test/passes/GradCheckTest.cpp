@@ -256,6 +256,13 @@ std::vector<GradCase> cases() {
       {"matmul_shared_rhs_rank4",
        {in("a", {2, 2, 3, 4}), in("b", {4, 5})},
        op(O::MatMul)},
+      // With an accumulator (grad-accumulation-fusion's form): acc + a b.
+      {"matmul_acc",
+       {in("a", {3, 4}), in("b", {4, 5}), in("acc", {3, 5})},
+       op(O::MatMul)},
+      {"matmul_acc_shared_rhs_ta",
+       {in("a", {2, 4, 3}), in("b", {4, 5}), in("acc", {2, 3, 5})},
+       op(O::MatMul, {{"transpose_a", true}})},
       // Shape ops.
       {"reshape", {in("x", s234)}, op(O::Reshape, {{"shape", IntList{6, 4}}})},
       {"transpose",
