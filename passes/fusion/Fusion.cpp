@@ -272,9 +272,8 @@ void registerFusionPass() {
        "keeps matmuls out, {rows=false} row ops, {max_inputs=N} caps the "
        "values a kernel reads (default 1024)",
        [](const PassOptions &options) -> llvm::Expected<std::unique_ptr<Pass>> {
-         if (auto e =
-                 checkPassOptions("fusion", options,
-                                  {"epilogues", "rows", "max_inputs"}))
+         if (auto e = checkPassOptions("fusion", options,
+                                       {"epilogues", "rows", "max_inputs"}))
            return e;
          FusionOptions o;
          if (auto it = options.find("max_inputs"); it != options.end())

@@ -97,11 +97,11 @@ bool fuseGradAccumulation(Graph &g) {
     }
     const Node &mm = g.node(i), &add = g.node(fold->second.add);
     ValueId sum = add.results[0];
-    int32_t n = out.addNode(OpKind::MatMul,
-                            {c.mapped(mm.operands[0]), c.mapped(mm.operands[1]),
-                             c.mapped(add.operands[0])},
-                            {g.type(sum)}, mm.attrs, mm.scope,
-                            {g.value(sum).name});
+    int32_t n =
+        out.addNode(OpKind::MatMul,
+                    {c.mapped(mm.operands[0]), c.mapped(mm.operands[1]),
+                     c.mapped(add.operands[0])},
+                    {g.type(sum)}, mm.attrs, mm.scope, {g.value(sum).name});
     ValueId result = out.node(n).results[0];
     out.value(result).sharding = g.value(sum).sharding;
     c.setMapped(sum, result);

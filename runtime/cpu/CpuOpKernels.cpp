@@ -240,7 +240,7 @@ template <typename T> struct MatMulK {
     g.strideB = B.rank() == 2 ? 0 : -1;
     if (a.in.size() == 3) { // C = acc + A B: beta = 1 over the accumulator
       if (a.in[2] != a.out[0])
-        std::memcpy(a.o<T>(0), a.i<T>(2), C.bytes());
+        std::memcpy(a.o<T>(0), a.i<T>(2), C.numElements() * sizeof(T));
       g.beta = 1;
     }
     k::matmul(a.i<T>(0), a.i<T>(1), a.o<T>(0), g);

@@ -113,9 +113,9 @@ CudaDevice::create(std::unique_ptr<cuda::Driver> driver, int index) {
   d->scale_ = *scale;
   CudaDevice *self = d.get();
   d->adamw_ = std::make_unique<cuda::AdamWBatch>(
-      *d->opKernels_, [self](const Node &mul,
-                             llvm::ArrayRef<const void *> operands,
-                             void *result, const LaunchContext &ctx) {
+      *d->opKernels_,
+      [self](const Node &mul, llvm::ArrayRef<const void *> operands,
+             void *result, const LaunchContext &ctx) {
         return self->launchGenerated(mul, operands, {result}, ctx);
       });
   return d;
@@ -256,10 +256,10 @@ CudaDevice::prepare(const Graph &g) {
         return plan.takeError();
       k.plan = std::move(*plan);
       k.epilogue = cuda::matchEpilogue(*n.body);
-    } else if (auto w = widenedKernel(
-                   g, n,
-                   "op" + std::to_string(&n - g.nodes().data()) + "_" +
-                       opName(n.op).str() + "_f32")) {
+    } else if (auto w =
+                   widenedKernel(g, n,
+                                 "op" + std::to_string(&n - g.nodes().data()) +
+                                     "_" + opName(n.op).str() + "_f32")) {
       m->widened[&n] = {w->body, w->launcher, w->native};
       if (w->launcher)
         continue;
@@ -281,8 +281,7 @@ CudaDevice::prepare(const Graph &g) {
   }
   m->foldedMuls = cuda::foldableMuls(g);
   if (kernels.empty())
-    return m->foldedMuls.empty() &&
-                   m->widened.empty()
+    return m->foldedMuls.empty() && m->widened.empty()
                ? nullptr
                : std::unique_ptr<KernelModule>(std::move(m));
   std::vector<codegen::KernelPlan> plans;
@@ -522,11 +521,10 @@ llvm::Error CudaDevice::launchGenerated(const Node &node,
     auto inputOf = [&](ValueId v) {
       return operandOf(llvm::find(body.inputs(), v) - body.inputs().begin());
     };
-    if (auto e = driver_->gemm(cuda::matmulGemm(body, mm,
-                                                inputOf(mm.operands[0]),
-                                                inputOf(mm.operands[1]),
-                                                results[p.anchorResult]),
-                               s))
+    if (auto e = driver_->gemm(
+            cuda::matmulGemm(body, mm, inputOf(mm.operands[0]),
+                             inputOf(mm.operands[1]), results[p.anchorResult]),
+            s))
       return e;
   }
   // Parameters in the order of codegen/Renderer.h's CUDA convention.
