@@ -2,6 +2,7 @@
 #include "perf/Estimate.h"
 
 #include "ir/Op.h"
+#include "passes/pipeline/GradReduction.h"
 #include "perf/GradBuckets.h"
 #include "perf/OpTime.h"
 
@@ -220,8 +221,10 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   }
   for (size_t r = 0; r < p.optimizers.size(); ++r) {
     ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
-    sim.optimizer.push_back(
-        lower.lower(p.optimizers[r], true, half, buckets[r], m));
+    // ZeRO-1's parameter gathers after the update (their overlap with the
+    // next forward is not modelled yet).
+    sim.optimizer.push_back(lower.lower(withParameterGathers(p.optimizers[r]),
+                                        true, half, buckets[r], m));
   }
   if (sim.forward.size() != size_t(p.schedule.numStages()) ||
       sim.optimizer.size() != size_t(p.schedule.pp))
