@@ -2,6 +2,8 @@
 //---------===//
 #include "passes/memory/BufferPlan.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 
 namespace strata {
@@ -54,25 +56,44 @@ BufferPlan planBuffers(const Graph &g, const BufferPlanOptions &o) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.first < b.first;
   });
   plan.offsets.assign(g.numValues(), -1);
-  // Placed intervals sorted by offset (a flat array: the walk below is a
-  // linear scan); first fit walks those overlapping in time from the lowest
-  // offset up and stops at the first gap that fits.
-  std::vector<std::pair<int64_t, const Interval *>> placed;
-  for (const Interval &iv : intervals) {
+  // First fit: the lowest offset clear of every placed interval that
+  // overlaps in time, walking those by offset and stopping at the first gap
+  // that fits. The placed intervals are found through blocks of kBlock
+  // nodes, each listing the intervals live in it, so a value meets only its
+  // neighbours in time, not everything placed before it (a long program's
+  // thousands of short-lived values made the flat walk quadratic).
+  constexpr int64_t kBlock = 64;
+  std::vector<std::vector<int32_t>> byBlock(end / kBlock + 1);
+  std::vector<int64_t> placedAt(intervals.size(), -1);
+  std::vector<uint32_t> seen(intervals.size(), 0);
+  std::vector<int32_t> near;
+  for (size_t i = 0; i < intervals.size(); ++i) {
+    const Interval &iv = intervals[i];
+    int64_t firstBlock = iv.first / kBlock,
+            lastBlock = std::min(iv.last, end - 1) / kBlock;
+    near.clear();
+    for (int64_t b = firstBlock; b <= lastBlock; ++b)
+      for (int32_t j : byBlock[b]) {
+        const Interval &p = intervals[j];
+        if (seen[j] == i + 1)
+          continue;
+        seen[j] = uint32_t(i + 1);
+        if (p.first <= iv.last && iv.first <= p.last)
+          near.push_back(j);
+      }
+    llvm::sort(near,
+               [&](int32_t a, int32_t b) { return placedAt[a] < placedAt[b]; });
     int64_t off = 0;
-    for (auto [lo, p] : placed) {
-      if (p->first > iv.last || iv.first > p->last)
-        continue;
-      if (off + iv.bytes <= lo)
+    for (int32_t j : near) {
+      if (off + iv.bytes <= placedAt[j])
         break;
-      off = std::max(off, lo + p->bytes);
+      off = std::max(off, placedAt[j] + intervals[j].bytes);
     }
+    placedAt[i] = off;
     plan.offsets[iv.v] = off;
     plan.arenaBytes = std::max(plan.arenaBytes, off + iv.bytes);
-    auto at = std::upper_bound(
-        placed.begin(), placed.end(), off,
-        [](int64_t o, const auto &entry) { return o < entry.first; });
-    placed.insert(at, {off, &iv});
+    for (int64_t b = firstBlock; b <= lastBlock; ++b)
+      byBlock[b].push_back(int32_t(i));
   }
   return plan;
 }
