@@ -2,6 +2,7 @@
 #include "perf/GradBuckets.h"
 
 #include "ir/Op.h"
+#include "passes/pipeline/GradReduction.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -31,24 +32,6 @@ struct Member {
   Ready ready;
 };
 
-/// As GradReducer's: the node after which output `out` of `g` is final.
-size_t finalNode(const Graph &g, ValueId out) {
-  int32_t d = g.value(out).defNode;
-  if (d < 0 || g.node(d).op == OpKind::Reshape)
-    return g.nodes().size();
-  for (size_t i = d + 1; i < g.nodes().size(); ++i)
-    if (llvm::is_contained(g.node(i).operands, out))
-      return g.nodes().size();
-  return size_t(d);
-}
-
-bool usesDp(const Graph &g) {
-  for (const Node &n : g.nodes())
-    if (isCollective(n.op) && n.attrs.has("axes") &&
-        llvm::is_contained(n.attrs.getStrings("axes"), "dp"))
-      return true;
-  return false;
-}
 } // namespace
 
 std::vector<GradBucket> gradientBuckets(const PipelinePlan &plan, int64_t rank,
@@ -92,7 +75,7 @@ std::vector<GradBucket> gradientBuckets(const PipelinePlan &plan, int64_t rank,
   for (const PipelineStage &st : plan.stages) {
     if (st.rank != rank)
       continue;
-    overlap &= !usesDp(st.forward) && !usesDp(st.backward);
+    overlap &= !usesDpAxis(st.forward) && !usesDpAxis(st.backward);
     if (size_t(st.chunk) >= lastPos.size() || lastPos[size_t(st.chunk)] < 0)
       continue;
     const ProgramBindings &bb = st.backwardBindings;
@@ -101,7 +84,7 @@ std::vector<GradBucket> gradientBuckets(const PipelinePlan &plan, int64_t rank,
       if (bb.outputs[o].role != Role::Gradient || it == index.end())
         continue;
       Ready at{lastPos[size_t(st.chunk)], st.chunk,
-               finalNode(st.backward, st.backward.outputs()[o])};
+               gradientFinalNode(st.backward, st.backward.outputs()[o])};
       Member &m = members[it->second];
       if (m.ready.chunk < 0 || m.ready < at)
         m.ready = at;

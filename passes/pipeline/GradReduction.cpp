@@ -1,7 +1,10 @@
 //===- GradReduction.cpp - The dp gradient reductions an optimizer implies ===//
 #include "passes/pipeline/GradReduction.h"
 
+#include "ir/Op.h"
 #include "passes/pipeline/GraphCopy.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 namespace strata {
 
@@ -23,7 +26,8 @@ TensorType unreducedType(const Graph &opt, ValueId v) {
 /// The sharding of reduced input `v` before its reduction: a partial sum
 /// over dp, split over dp nowhere.
 Sharding unreducedSharding(const Value &in) {
-  Sharding s = in.sharding ? *in.sharding : Sharding::replicated(in.type.rank());
+  Sharding s =
+      in.sharding ? *in.sharding : Sharding::replicated(in.type.rank());
   for (auto &d : s.dims)
     llvm::erase_value(d, "dp");
   s.partial.push_back("dp");
@@ -162,6 +166,24 @@ Graph withGradientReductions(const Graph &opt) {
     outs.push_back(c.mapped(v));
   g.setOutputs(outs);
   return g;
+}
+
+size_t gradientFinalNode(const Graph &g, ValueId out) {
+  int32_t d = g.value(out).defNode;
+  if (d < 0 || g.node(d).op == OpKind::Reshape)
+    return g.nodes().size();
+  for (size_t i = d + 1; i < g.nodes().size(); ++i)
+    if (llvm::is_contained(g.node(i).operands, out))
+      return g.nodes().size();
+  return size_t(d);
+}
+
+bool usesDpAxis(const Graph &g) {
+  for (const Node &n : g.nodes())
+    if (isCollective(n.op) && n.attrs.has("axes") &&
+        llvm::is_contained(n.attrs.getStrings("axes"), "dp"))
+      return true;
+  return false;
 }
 
 } // namespace strata

@@ -39,4 +39,14 @@ Graph parameterGathers(const Graph &opt);
 /// overlapped (what `estimate` costs).
 Graph withParameterGathers(const Graph &opt);
 
+/// The node index after which output `out` of a backward program `g` is
+/// written for good (when a dp bucket holding it may be reduced): its
+/// defining node, or the program's end when the output is a view, an input,
+/// or read again later.
+size_t gradientFinalNode(const Graph &g, ValueId out);
+
+/// Whether `g` has a collective over the dp axis (its dp traffic would
+/// interleave with a bucket's reduction on the same communicator).
+bool usesDpAxis(const Graph &g);
+
 } // namespace strata

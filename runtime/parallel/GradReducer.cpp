@@ -1,7 +1,8 @@
-//===- GradReducer.cpp - Data-parallel gradient reduction, in place --------===//
+//===- GradReducer.cpp - Data-parallel gradient reduction, in place -------===//
 #include "runtime/parallel/GradReducer.h"
 
 #include "ir/Op.h"
+#include "passes/pipeline/GradReduction.h"
 #include "runtime/parallel/GradReduceDtype.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -40,27 +41,6 @@ struct Member {
   Ready ready;
 };
 
-/// The node index after which `out` (an output of `g`) is written for good:
-/// its defining node, or the program's end when the output is a view, an
-/// input, or read again later.
-size_t finalNode(const Graph &g, ValueId out) {
-  int32_t d = g.value(out).defNode;
-  if (d < 0 || g.node(d).op == OpKind::Reshape)
-    return g.nodes().size();
-  for (size_t i = d + 1; i < g.nodes().size(); ++i)
-    if (llvm::is_contained(g.node(i).operands, out))
-      return g.nodes().size();
-  return size_t(d);
-}
-
-bool usesDp(const Graph &g) {
-  for (const Node &n : g.nodes())
-    if (isCollective(n.op) && n.attrs.has("axes") &&
-        llvm::is_contained(n.attrs.getStrings("axes"), "dp"))
-      return true;
-  return false;
-}
-
 Attrs reductionAttrs(llvm::StringRef src, size_t bucket) {
   return {{"axes", StrList{"dp"}},
           {"reason", "data-parallel gradient reduction in place, bucket " +
@@ -74,7 +54,7 @@ struct GradReducer::Bucket {
   int64_t bytes = 0;
   int64_t scaled = 0; // f32 elements x *= 1/M covers (the whole bucket)
   Ready ready;
-  Graph graph; // its collectives
+  Graph graph;          // its collectives
   DeviceBuffer staging; // 16-bit reductions' copies (GradReduceDtype.h)
   std::vector<ReductionLaunch> launches;
   std::unique_ptr<Event> event;
@@ -83,11 +63,12 @@ struct GradReducer::Bucket {
 GradReducer::GradReducer(Device &device) : dev_(device) {}
 GradReducer::~GradReducer() = default;
 
-llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
-    Device &device, llvm::StringMap<DeviceBuffer> &grads, const Graph &opt,
-    const ProgramBindings &optBindings, llvm::ArrayRef<ChunkPrograms> chunks,
-    llvm::ArrayRef<Instr> stream, int64_t dpIndex, int64_t dpSize,
-    const GradReduceOptions &options) {
+llvm::Expected<std::unique_ptr<GradReducer>>
+GradReducer::create(Device &device, llvm::StringMap<DeviceBuffer> &grads,
+                    const Graph &opt, const ProgramBindings &optBindings,
+                    llvm::ArrayRef<ChunkPrograms> chunks,
+                    llvm::ArrayRef<Instr> stream, int64_t dpIndex,
+                    int64_t dpSize, const GradReduceOptions &options) {
   std::unique_ptr<GradReducer> r(new GradReducer(device));
   // Each chunk's last backward in the step.
   std::vector<int64_t> lastPos(chunks.size(), -1);
@@ -109,9 +90,8 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
     members.back().name = e.getKey().str();
     members.back().type = t;
   }
-  llvm::sort(members, [](const Member &a, const Member &b) {
-    return a.name < b.name;
-  });
+  llvm::sort(members,
+             [](const Member &a, const Member &b) { return a.name < b.name; });
   llvm::StringMap<size_t> index;
   for (size_t i = 0; i < members.size(); ++i)
     index[members[i].name] = i;
@@ -123,7 +103,7 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
       if (bb.outputs[o].role != Role::Gradient || it == index.end() ||
           lastPos[c] < 0)
         continue;
-      Ready at{lastPos[c], int64_t(c), finalNode(b, b.outputs()[o])};
+      Ready at{lastPos[c], int64_t(c), gradientFinalNode(b, b.outputs()[o])};
       Member &m = members[it->second];
       if (m.ready.chunk < 0 || m.ready < at)
         m.ready = at;
@@ -149,8 +129,8 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
     if (how != "reduce_scatter" || d < 0 || d >= shard.rank() ||
         shard.shape[d] % dpSize)
       return err("@" + opt.name + ": input %" + in.name +
-                 " asks for an unknown gradient reduction (dp_reduce=\"" +
-                 how + "\", dp_dim=" + llvm::Twine(d) + ")");
+                 " asks for an unknown gradient reduction (dp_reduce=\"" + how +
+                 "\", dp_dim=" + llvm::Twine(d) + ")");
     shard.shape[d] /= dpSize;
     if (shard != in.type)
       return err("@" + opt.name + ": input %" + in.name + " is " +
@@ -242,7 +222,7 @@ llvm::Expected<std::unique_ptr<GradReducer>> GradReducer::create(
   if (r->overlap_)
     for (const ChunkPrograms &c : chunks)
       for (const Graph *g : {c.forward, c.backward})
-        if (g && usesDp(*g))
+        if (g && usesDpAxis(*g))
           r->overlap_ = false;
   if (anyDp)
     r->stream_ = device.createStream();
@@ -278,8 +258,7 @@ void GradReducer::issue(Bucket &b) {
   dev_.record(*b.event, kDefaultStream);
   dev_.wait(stream_, *b.event);
   if (microbatches_ > 1)
-    dev_.scale(b.buffer.data(), b.scaled, 1.0f / float(microbatches_),
-               stream_);
+    dev_.scale(b.buffer.data(), b.scaled, 1.0f / float(microbatches_), stream_);
   LaunchContext c = ctx_;
   c.stream = stream_;
   for (const ReductionLaunch &l : b.launches)
