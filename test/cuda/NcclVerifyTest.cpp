@@ -212,13 +212,15 @@ TEST_F(NcclVerify, AKilledRankEndsItsPeer) {
 // Four processes (tp 2 x dp 2): rank 1 killed, ranks 0, 2 and 3 all exit
 // within 30 s.
 TEST_F(NcclVerify, AKilledRankOfFourEndsEveryRank) {
-  // Rank 1 is rank 0's tp peer. Rank 0 names the collective and its
-  // communicator; naming it by axes and peer (as the 2-rank case's [dp]
-  // does) is not done yet when a Gloo connection closes under interpret
-  // mode's NCCL (docs/multi-gpu.md).
+  // Rank 1 is rank 0's tp peer. Rank 0 names the collective in flight: an
+  // NCCL one of the step (its tp group, or its communicator: naming it by
+  // axes and peer is not done yet when a Gloo connection closes under
+  // interpret mode's NCCL, docs/multi-gpu.md), or the trainer's gather of
+  // the losses over the whole world when the kill lands between steps.
   killOneRank(*this, 4, {"--tp", "2", "--dp", "2"}, spec("GPT"), dir_,
               {"over [tp] (ranks 0,1)", "over group [tp] (ranks 0,1)",
-               "all_reduce over nccl communicator"});
+               "all_reduce over nccl communicator",
+               "over [dp,tp] (ranks 0,1,2,3)"});
 }
 
 // Under srun (one launcher per node), node 1 of 2 starts global ranks 2
