@@ -19,12 +19,9 @@
 #include "ir/IRText.h"
 #include "runtime/Trace.h"
 #include "runtime/parallel/Trainer.h"
-#include "test/parallel/TinyModels.h"
+#include "test/parallel/BitwiseRuns.h"
 
 #include <gtest/gtest.h>
-
-#include <cstring>
-#include <random>
 
 namespace strata {
 namespace {
@@ -79,68 +76,18 @@ TEST(GradReducePlan, ZeroOneOptimizerTakesItsShard) {
       << ir;
 }
 
-struct TrainRun {
-  std::vector<double> losses;
-  std::vector<std::pair<std::string, HostTensor>> state;
-};
-
-TrainRun train(bool llama, bool zero, Backend backend, GradReduceOptions reduce,
-          Trace *trace = nullptr) {
+test::TrainRun train(bool llama, bool zero, Backend backend,
+                     GradReduceOptions reduce, Trace *trace = nullptr) {
   ParallelConfig c;
   c.dp = 2;
   c.distributedOptimizer = zero;
   DeviceGroupOptions d = test::quickDevices();
   d.backend = backend;
-  auto group = DeviceGroup::inProcess(trainingMesh(c), d);
-  if (!group) {
-    ADD_FAILURE() << llvm::toString(group.takeError());
-    return {};
-  }
-  ModelConfig m = llama ? test::tinyLlama(0, 2) : test::tinyGpt(0, 2);
-  Graph f = buildModelGraph(m);
   // Two microbatches: the buckets also carry the average's 1/2.
   TrainOptions t = test::tinyTraining(2);
   t.gradReduce = reduce;
-  auto tr = Trainer::create(f, f, t, c, **group);
-  if (!tr) {
-    ADD_FAILURE() << llvm::toString(tr.takeError());
-    return {};
-  }
-  EXPECT_FALSE(bool((*tr)->initParams()));
-  (*tr)->setTrace(trace);
-  TrainRun run;
-  for (int64_t s = 0; s < 3; ++s) {
-    auto stats = (*tr)->step([&](int64_t micro, int32_t *tk, int32_t *lb) {
-      std::mt19937 rng(unsigned(s * 10 + micro));
-      for (int64_t i = 0; i < m.microBatch * m.seq; ++i) {
-        tk[i] = int32_t(rng() % m.vocab);
-        lb[i] = int32_t(rng() % m.vocab);
-      }
-    });
-    EXPECT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
-    run.losses.push_back(stats ? stats->loss : 0);
-  }
-  (*tr)->setTrace(nullptr);
-  auto st = (*tr)->gatherState();
-  EXPECT_TRUE(bool(st)) << llvm::toString(st.takeError());
-  if (st)
-    run.state = std::move(*st);
-  return run;
-}
-
-void expectBitwiseEqual(const TrainRun &a, const TrainRun &b) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << "step " << i + 1 << " loss " << a.losses[i] << " vs "
-        << b.losses[i];
-  ASSERT_EQ(a.state.size(), b.state.size());
-  for (size_t i = 0; i < a.state.size(); ++i) {
-    const HostTensor &x = a.state[i].second, &y = b.state[i].second;
-    ASSERT_EQ(x.type(), y.type()) << a.state[i].first;
-    EXPECT_EQ(std::memcmp(x.raw(), y.raw(), x.bytes()), 0)
-        << a.state[i].first << " differs";
-  }
+  return test::trainThreeSteps(
+      llama ? test::tinyLlama(0, 2) : test::tinyGpt(0, 2), c, d, t, trace);
 }
 
 struct Case {
@@ -162,12 +109,13 @@ TEST_P(OverlapIsBitwiseSequential, LossesAndState) {
   after.overlap = false;
   GradReduceOptions one; // one bucket (Megatron's default size), after
   one.overlap = false;
-  TrainRun overlapped = train(c.llama, c.zero, c.backend, small);
+  test::TrainRun overlapped = train(c.llama, c.zero, c.backend, small);
   // The runs learn: the losses move.
   ASSERT_EQ(overlapped.losses.size(), 3u);
   EXPECT_NE(overlapped.losses.front(), overlapped.losses.back());
-  expectBitwiseEqual(overlapped, train(c.llama, c.zero, c.backend, after));
-  expectBitwiseEqual(overlapped, train(c.llama, c.zero, c.backend, one));
+  test::expectBitwiseEqual(overlapped,
+                           train(c.llama, c.zero, c.backend, after));
+  test::expectBitwiseEqual(overlapped, train(c.llama, c.zero, c.backend, one));
 }
 
 /// When rank 0's first dp all_reduce began and its last backward (B1:
@@ -210,14 +158,13 @@ TEST(GradReduceTrace, BucketsStartDuringTheLastBackward) {
 
 INSTANTIATE_TEST_SUITE_P(
     Layouts, OverlapIsBitwiseSequential,
-    testing::Values(Case{"gpt_dp2_cpu", false, false, Backend::Cpu},
-                    Case{"gpt_dp2_zero_cpu", false, true, Backend::Cpu},
-                    Case{"llama_dp2_cpu", true, false, Backend::Cpu},
-                    Case{"llama_dp2_zero_cpu", true, true, Backend::Cpu},
-                    Case{"gpt_dp2_zero_interpret", false, true,
-                         Backend::CudaInterpret},
-                    Case{"llama_dp2_interpret", true, false,
-                         Backend::CudaInterpret}),
+    testing::Values(
+        Case{"gpt_dp2_cpu", false, false, Backend::Cpu},
+        Case{"gpt_dp2_zero_cpu", false, true, Backend::Cpu},
+        Case{"llama_dp2_cpu", true, false, Backend::Cpu},
+        Case{"llama_dp2_zero_cpu", true, true, Backend::Cpu},
+        Case{"gpt_dp2_zero_interpret", false, true, Backend::CudaInterpret},
+        Case{"llama_dp2_interpret", true, false, Backend::CudaInterpret}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace

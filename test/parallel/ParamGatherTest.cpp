@@ -1,4 +1,5 @@
-//===- ParamGatherTest.cpp - ZeRO-1's parameter gathers, overlapped --------===//
+//===- ParamGatherTest.cpp - ZeRO-1's parameter gathers, overlapped
+//--------===//
 //
 // The gathers of runtime/parallel/ParamGatherer.h:
 //  - the plan: the ZeRO-1 optimizer program returns each updated parameter
@@ -23,12 +24,9 @@
 #include "passes/pipeline/GradReduction.h"
 #include "runtime/Trace.h"
 #include "runtime/parallel/Trainer.h"
-#include "test/parallel/TinyModels.h"
+#include "test/parallel/BitwiseRuns.h"
 
 #include <gtest/gtest.h>
-
-#include <cstring>
-#include <random>
 
 namespace strata {
 namespace {
@@ -84,69 +82,19 @@ TEST(ParamGatherPlan, TiedParameterSentIsGatheredInTheProgram) {
   EXPECT_GT(parameterGathers(opt).nodes().size(), 0u);
 }
 
-struct TrainRun {
-  std::vector<double> losses;
-  std::vector<std::pair<std::string, HostTensor>> state;
-};
-
-TrainRun train(bool llama, int64_t pp, Backend backend, bool overlap,
-               Trace *trace = nullptr) {
+test::TrainRun train(bool llama, int64_t pp, Backend backend, bool overlap,
+                     Trace *trace = nullptr) {
   ParallelConfig c;
   c.dp = 2;
   c.pp = pp;
   c.distributedOptimizer = true;
   DeviceGroupOptions d = test::quickDevices();
   d.backend = backend;
-  auto group = DeviceGroup::inProcess(trainingMesh(c), d);
-  if (!group) {
-    ADD_FAILURE() << llvm::toString(group.takeError());
-    return {};
-  }
-  ModelConfig m = llama ? test::tinyLlama(0, 2) : test::tinyGpt(0, 2);
-  Graph f = buildModelGraph(m);
   TrainOptions t = test::tinyTraining(2);
   t.gradReduce.bucketBytes = 4096; // several buckets
   t.gradReduce.overlapParamGather = overlap;
-  auto tr = Trainer::create(f, f, t, c, **group);
-  if (!tr) {
-    ADD_FAILURE() << llvm::toString(tr.takeError());
-    return {};
-  }
-  EXPECT_FALSE(bool((*tr)->initParams()));
-  (*tr)->setTrace(trace);
-  TrainRun run;
-  for (int64_t s = 0; s < 3; ++s) {
-    auto stats = (*tr)->step([&](int64_t micro, int32_t *tk, int32_t *lb) {
-      std::mt19937 rng(unsigned(s * 10 + micro));
-      for (int64_t i = 0; i < m.microBatch * m.seq; ++i) {
-        tk[i] = int32_t(rng() % m.vocab);
-        lb[i] = int32_t(rng() % m.vocab);
-      }
-    });
-    EXPECT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
-    run.losses.push_back(stats ? stats->loss : 0);
-  }
-  (*tr)->setTrace(nullptr);
-  auto st = (*tr)->gatherState();
-  EXPECT_TRUE(bool(st)) << llvm::toString(st.takeError());
-  if (st)
-    run.state = std::move(*st);
-  return run;
-}
-
-void expectBitwiseEqual(const TrainRun &a, const TrainRun &b) {
-  ASSERT_EQ(a.losses.size(), b.losses.size());
-  for (size_t i = 0; i < a.losses.size(); ++i)
-    EXPECT_EQ(std::memcmp(&a.losses[i], &b.losses[i], sizeof(double)), 0)
-        << "step " << i + 1 << " loss " << a.losses[i] << " vs "
-        << b.losses[i];
-  ASSERT_EQ(a.state.size(), b.state.size());
-  for (size_t i = 0; i < a.state.size(); ++i) {
-    const HostTensor &x = a.state[i].second, &y = b.state[i].second;
-    ASSERT_EQ(x.type(), y.type()) << a.state[i].first;
-    EXPECT_EQ(std::memcmp(x.raw(), y.raw(), x.bytes()), 0)
-        << a.state[i].first << " differs";
-  }
+  return test::trainThreeSteps(
+      llama ? test::tinyLlama(0, 2) : test::tinyGpt(0, 2), c, d, t, trace);
 }
 
 struct Case {
@@ -158,16 +106,15 @@ struct Case {
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
 
-class GatherOverlapIsBitwiseSequential : public testing::TestWithParam<Case> {
-};
+class GatherOverlapIsBitwiseSequential : public testing::TestWithParam<Case> {};
 
 TEST_P(GatherOverlapIsBitwiseSequential, LossesAndState) {
   const Case &c = GetParam();
-  TrainRun overlapped = train(c.llama, c.pp, c.backend, true);
+  test::TrainRun overlapped = train(c.llama, c.pp, c.backend, true);
   ASSERT_EQ(overlapped.losses.size(), 3u);
   // The runs learn: the losses move (a stale parameter would show).
   EXPECT_NE(overlapped.losses.front(), overlapped.losses.back());
-  expectBitwiseEqual(overlapped, train(c.llama, c.pp, c.backend, false));
+  test::expectBitwiseEqual(overlapped, train(c.llama, c.pp, c.backend, false));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -175,8 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Case{"gpt_dp2_cpu", false, 1, Backend::Cpu},
                     Case{"llama_dp2_cpu", true, 1, Backend::Cpu},
                     Case{"gpt_pp2_dp2_cpu", false, 2, Backend::Cpu},
-                    Case{"gpt_dp2_interpret", false, 1,
-                         Backend::CudaInterpret},
+                    Case{"gpt_dp2_interpret", false, 1, Backend::CudaInterpret},
                     Case{"llama_pp2_dp2_interpret", true, 2,
                          Backend::CudaInterpret}),
     [](const auto &info) { return std::string(info.param.name); });
@@ -210,7 +156,8 @@ TEST(ParamGatherTrace, GathersRunDuringTheNextForward) {
   train(false, 1, Backend::Cpu, true, &overlapped);
   train(false, 1, Backend::Cpu, false, &sequential);
   for (Trace *t : {&overlapped, &sequential}) {
-    std::vector<Span> f0 = spans(*t, "F0"), gathers = spans(*t, "all_gather dp");
+    std::vector<Span> f0 = spans(*t, "F0"),
+                      gathers = spans(*t, "all_gather dp");
     ASSERT_EQ(f0.size(), 3u); // one per step
     // Several buckets per update, two updates before the last step.
     ASSERT_GE(gathers.size(), 4u);
