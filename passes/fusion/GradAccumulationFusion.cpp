@@ -18,8 +18,7 @@ struct Fold {
 };
 
 /// The one user of `v`, if `v` has exactly one and is not returned.
-int32_t onlyUser(const Graph &g,
-                 const std::vector<llvm::SmallVector<int32_t, 2>> &users,
+int32_t onlyUser(const std::vector<llvm::SmallVector<int32_t, 2>> &users,
                  const llvm::DenseSet<ValueId> &outputs, ValueId v) {
   return users[v].size() == 1 && !outputs.count(v) ? users[v][0] : -1;
 }
@@ -35,7 +34,7 @@ llvm::DenseMap<int32_t, Fold> accumulatingMatmuls(const Graph &g) {
       continue;
     Fold f;
     ValueId summand = mm.results[0];
-    f.add = onlyUser(g, users, outputs, summand);
+    f.add = onlyUser(users, outputs, summand);
     // Mixed precision: a 16-bit product widened into the f32 buffer
     // (Megatron's main_grad) becomes a GEMM accumulating in f32.
     if (f.add >= 0 && g.node(f.add).op == OpKind::Cast &&
@@ -44,7 +43,7 @@ llvm::DenseMap<int32_t, Fold> accumulatingMatmuls(const Graph &g) {
         g.type(g.node(f.add).results[0]).dtype == DType::F32) {
       f.cast = f.add;
       summand = g.node(f.cast).results[0];
-      f.add = onlyUser(g, users, outputs, summand);
+      f.add = onlyUser(users, outputs, summand);
     }
     if (f.add < 0)
       continue;
