@@ -29,13 +29,18 @@ lock=()
 [ -n "${STRATA_BUILD_LOCK:-}" ] && lock=(flock "$STRATA_BUILD_LOCK")
 build_start=$SECONDS
 "${lock[@]}" ninja -C $build -j "${FUZZ_JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
-[ -x build/tools/strata/strata ] && [ -x build/tools/strata-opt/strata-opt ] ||
-  "${lock[@]}" ninja -C build strata strata-opt >/dev/null
+# The seeds of plan and checkpoint need strata; every target's dictionary
+# needs strata-opt.
+cli=(strata-opt)
+[[ " ${targets[*]} " =~ " plan "|" checkpoint " ]] && cli+=(strata)
+for c in "${cli[@]}"; do
+  [ -x build/tools/$c/$c ] || "${lock[@]}" ninja -C build "$c" >/dev/null
+done
 echo "fuzz: built ${#targets[@]} targets in $((SECONDS - build_start)) s"
 
 rm -rf $work/seeds
 test/fuzz/make_seeds.py --strata build/tools/strata/strata \
-  --strata-opt build/tools/strata-opt/strata-opt --out $work/seeds
+  --strata-opt build/tools/strata-opt/strata-opt --out $work/seeds --targets "${targets[*]}"
 
 # Seed folders (read only; new inputs go to $work/corpus/<target>), the
 # longest input, and the dictionary of each target.

@@ -6,9 +6,13 @@
 #   scripts/sanitize.sh [ctest args]
 # Environment: SANITIZE_TARGETS (build only these, in this order, e.g.
 # "strata cli_test run_safety_test"; pass ctest a matching -L/-R), SANITIZE_JOBS
-# (ninja -j, default 2), STRATA_BUILD_LOCK (a
-# file to flock around the build, on a shared machine: it is taken once per
-# executable target, so other builds can run between them).
+# (ninja -j, default 2), STRATA_BUILD_LOCK (a file to flock around the build,
+# on a shared machine: it is taken for SANITIZE_CHUNK (default 6) objects of a
+# target at a time, then for the target's link, so other builds run in between
+# and a cold build of an hour never holds it for more than a few minutes).
+# Every target is then built once more (what others' edits made stale during
+# the build); a target that does not build loses its old binary, so no test
+# runs a stale one.
 # Build type Sanitize (-O1 -g1): ASan's recommended optimization level, with
 # line tables for the reports; RelWithDebInfo's -O2 -g takes much longer to
 # compile and link on 2 cores.
@@ -32,26 +36,50 @@ build() {
 if [ -n "${SANITIZE_TARGETS:-}" ]; then
   targets=$SANITIZE_TARGETS
 else
-  targets=$(ninja -C $build -t targets all | sed -n 's/: CXX_EXECUTABLE_LINKER.*//p')
+  # Executables: the tools (many tests run them) first, the benchmarks (no
+  # test runs them) last; gtest_discover_tests' [1]_tests.cmake outputs share
+  # their link edges and are left out.
+  targets=$(ninja -C $build -t targets all | sed -n 's/: CXX_EXECUTABLE_LINKER.*//p' |
+    grep -v '\[' | awk '/^tools\//{print; next} /^bench\//{b = b $0 "\n"; next}
+      {t = t $0 "\n"} END{printf "%s%s", t, b}')
 fi
-if [ -n "${STRATA_BUILD_LOCK:-}" ]; then
+locked_build() {
+  if [ -n "${STRATA_BUILD_LOCK:-}" ]; then
+    exec 9>"$STRATA_BUILD_LOCK"
+    flock 9
+    build "$@"
+    exec 9>&-
+  else
+    build "$@"
+  fi
+}
+chunk=${SANITIZE_CHUNK:-6}
+failed=()
+for round in 1 2; do
   for t in $targets; do
     build_rc_before=$build_rc
-    exec 9>"$STRATA_BUILD_LOCK"
-    flock 9
-    build "$t"
-    exec 9>&-
-    if [ "$build_rc" -ne "$build_rc_before" ]; then echo "sanitize: $t failed to build"; fi
+    if [ "$round" -eq 1 ] && [ -n "${STRATA_BUILD_LOCK:-}" ]; then
+      # The target's objects not built yet, a few per lock hold.
+      mapfile -t objs < <(ninja -C $build -t inputs "$t" | grep '\.o$' |
+        while read -r o; do [ -e "$build/$o" ] || echo "$o"; done)
+      for ((i = 0; i < ${#objs[@]}; i += chunk)); do
+        locked_build "${objs[@]:i:chunk}"
+      done
+    fi
+    locked_build "$t" # links; round 2: rebuilds what changed meanwhile
+    if [ "$build_rc" -ne "$build_rc_before" ]; then
+      echo "sanitize: $t failed to build (round $round)"
+      [ "$round" -eq 2 ] && failed+=("$t")
+    fi
+    echo "sanitize: round $round: $t at $((SECONDS - start)) s"
   done
-  if [ -z "${SANITIZE_TARGETS:-}" ]; then
-    exec 9>"$STRATA_BUILD_LOCK"
-    flock 9
-    build # what is left (custom targets)
-    exec 9>&-
-  fi
-else
-  build ${SANITIZE_TARGETS:-}
+  # Round 2 decides; a target that failed in round 1 gets another try.
+  [ "$round" -eq 1 ] && build_rc=0
+done
+if [ -z "${SANITIZE_TARGETS:-}" ]; then
+  locked_build # what is left (custom targets)
 fi
+for t in "${failed[@]}"; do rm -f "$build/$t"; done # no stale binary runs
 echo "sanitize: built in $((SECONDS - start)) s (rc $build_rc, log: $build/build.log)"
 grep -E "^FAILED:" $build/build.log || true
 

@@ -136,11 +136,17 @@ def main():
     ap.add_argument("--strata", required=True)
     ap.add_argument("--strata-opt", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--targets", default="plan checkpoint",
+                    help="make the plan and checkpoint seeds (which need a "
+                    "working strata) only for these targets")
     a = ap.parse_args()
+    targets = a.targets.split()
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        plans(a.strata, os.path.join(a.out, "plan"), scratch)
-        checkpoints(a.strata, os.path.join(a.out, "checkpoint"), scratch)
+        if "plan" in targets:
+            plans(a.strata, os.path.join(a.out, "plan"), scratch)
+        if "checkpoint" in targets:
+            checkpoints(a.strata, os.path.join(a.out, "checkpoint"), scratch)
     pass_pipelines(os.path.join(a.out, "pass_pipeline"))
     dicts(a.strata_opt, a.out)
 
