@@ -137,6 +137,14 @@ public:
   /// Waits for the work of every stream; returns the first kernel error,
   /// if any.
   virtual llvm::Error synchronize() = 0;
+  /// Waits for the work of `stream` (and what it waits for through
+  /// events) only; returns the first kernel error, if any. A device's
+  /// other streams, such as a CUDA rank's NCCL streams with pipeline sends
+  /// waiting for their receivers, may still run.
+  virtual llvm::Error synchronizeStream(StreamId stream) {
+    (void)stream;
+    return synchronize();
+  }
 
   /// Records this device's copies and collectives into `trace` as rank
   /// `rank`'s (null: stop recording). Set between runs.

@@ -71,6 +71,7 @@ void HostStreams::push(int32_t stream, std::function<llvm::Error()> work,
                                llvm::Twine(stream));
     s = streams_[stream].get();
     s->queue.push_back({std::move(work), always});
+    ++s->pending;
     ++pending_;
   }
   s->workCv.notify_one();
@@ -79,6 +80,19 @@ void HostStreams::push(int32_t stream, std::function<llvm::Error()> work,
 llvm::Error HostStreams::synchronize() {
   std::unique_lock<std::mutex> lock(mu_);
   doneCv_.wait(lock, [this] { return pending_ == 0; });
+  if (firstError_.empty())
+    return llvm::Error::success();
+  std::string msg = std::move(firstError_);
+  firstError_.clear();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+llvm::Error HostStreams::synchronize(int32_t stream) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (stream < 0 || size_t(stream) >= streams_.size())
+    llvm::report_fatal_error("host streams: no stream " + llvm::Twine(stream));
+  Stream &s = *streams_[stream];
+  doneCv_.wait(lock, [&] { return s.pending == 0; });
   if (firstError_.empty())
     return llvm::Error::success();
   std::string msg = std::move(firstError_);
@@ -110,7 +124,9 @@ void HostStreams::workerLoop(Stream &s) {
       std::lock_guard<std::mutex> lock(mu_);
       if (e)
         firstError_ = llvm::toString(std::move(e));
-      drained = --pending_ == 0;
+      // A stream drained wakes the waiters of synchronize(stream) too.
+      drained = --s.pending == 0;
+      drained = --pending_ == 0 || drained;
     }
     if (drained)
       doneCv_.notify_all();

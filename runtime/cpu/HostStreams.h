@@ -49,6 +49,10 @@ public:
   void wait(int32_t stream, HostEvent &event);
   /// Waits for the work of every stream; returns the first error.
   llvm::Error synchronize();
+  /// Waits for the work of `stream` only (work it waits for on other
+  /// streams through events included); returns the first error of any
+  /// stream, as synchronize() does.
+  llvm::Error synchronize(int32_t stream);
   /// Waits for the work of every stream; keeps the error for synchronize.
   void drain();
 
@@ -61,14 +65,15 @@ private:
     std::deque<Work> queue;
     std::condition_variable workCv;
     std::thread worker;
+    int64_t pending = 0; // enqueued here and not finished
   };
   void workerLoop(Stream &s);
 
   std::mutex mu_;
   // Two waits: a worker for its stream's work, synchronize() for every
-  // stream to drain. One shared condition variable woke every waiting
-  // caller after every kernel (a futex wake and a context switch per node
-  // of a program).
+  // stream (or one stream) to drain. One shared condition variable woke every
+  // waiting caller after every kernel (a futex wake and a context switch per
+  // node of a program).
   std::condition_variable doneCv_;
   std::vector<std::unique_ptr<Stream>> streams_;
   int64_t pending_ = 0; // enqueued on any stream and not finished

@@ -587,4 +587,17 @@ llvm::Error CudaDevice::synchronize() {
   return err(msg);
 }
 
+llvm::Error CudaDevice::synchronizeStream(StreamId id) {
+  flushDeferred();
+  note(driver_->synchronize(stream(id)));
+  // The staging slots stay taken: other streams may not have run their
+  // copies yet.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (firstError_.empty())
+    return llvm::Error::success();
+  std::string msg = std::move(firstError_);
+  firstError_.clear();
+  return err(msg);
+}
+
 } // namespace strata

@@ -73,6 +73,7 @@ public:
               llvm::ArrayRef<void *> results,
               const LaunchContext &ctx) override;
   llvm::Error synchronize() override;
+  llvm::Error synchronizeStream(StreamId stream) override;
 
 protected:
   void enqueueCopy(CopyKind kind, void *dst, const void *src, int64_t bytes,

@@ -112,7 +112,10 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
   }
   // Enqueued, not waited for: the rank's programs follow each other on its
   // device's stream (with --trace each is waited for, so its row is the
-  // device's time).
+  // device's time; the compute stream only: a CUDA rank's pipeline send
+  // runs on its NCCL stream until the peer posts the recv, which in 1F1B
+  // the peer may do only after a program of its own that waits for this
+  // rank).
   auto issueReady = [&](size_t node) {
     r.reducer->afterNode(in.chunk, in.microbatch, node);
   };
@@ -132,7 +135,7 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
                                       : issueReady))
     return e;
   if (trace_)
-    if (auto e = r.device->synchronize())
+    if (auto e = r.device->synchronizeStream(kDefaultStream))
       return e;
   for (const Node &n : g.nodes())
     if (n.op == OpKind::Send)

@@ -232,8 +232,12 @@ public:
     streams_.wait(toIndex(s), *static_cast<HostEvent *>(e));
     return llvm::Error::success();
   }
-  llvm::Error synchronize(StreamHandle) override {
-    return streams_.synchronize();
+  /// As cuStreamSynchronize: `s`'s work only (a pipeline send still
+  /// waiting for its receiver on a communication stream does not hold a
+  /// synchronize of the compute stream). Errors are the context's: the
+  /// first of any stream.
+  llvm::Error synchronize(StreamHandle s) override {
+    return streams_.synchronize(toIndex(s));
   }
 
   llvm::Error copyToDevice(DevicePtr dst, const void *src, int64_t bytes,
