@@ -260,6 +260,50 @@ void allGatherWithoutThePeer() {
 // runtime/comm's reportStall, which the strata driver makes `strata <verb>:
 // error: ...`; plain `error: ...` here) and exits (with its threads, here the
 // peer's too), so a job never hangs on a lost peer.
+// In interpret mode a failed Gloo call is a failed host callback on the
+// call's stream. Its error names the call, the group by its axes and the
+// peers by their ranks in the job (Nccl::nameComm): here rank 1 aborted its
+// communicator (its connections closed), as a killed process does.
+TEST(InterpretNccl, AFailedCallNamesItsGroupAndPeers) {
+  auto rdv = GlooRendezvous::inProcess(std::chrono::seconds(10));
+  std::vector<std::unique_ptr<Gpu>> gpus;
+  for (int r = 0; r < 2; ++r)
+    gpus.push_back(std::make_unique<Gpu>(rdv));
+  NcclUniqueId id;
+  ASSERT_EQ(gpus[0]->nccl->getUniqueId(&id), ncclSuccess);
+  NcclComm comms[2] = {nullptr, nullptr};
+  for (int r = 0; r < 2; ++r) { // non-blocking: both connect on threads
+    NcclConfig cfg;
+    cfg.blocking = 0;
+    gpus[r]->nccl->commInitRankConfig(&comms[r], 2, id, r, &cfg);
+  }
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(await(*gpus[r]->nccl, comms[r]), ncclSuccess);
+    // Group ranks 0 and 1 are ranks 4 and 6 of the job.
+    gpus[r]->nccl->nameComm(comms[r], "[dp] (ranks 4,6)", {4, 6});
+  }
+  ASSERT_EQ(gpus[1]->nccl->commAbort(comms[1]), ncclSuccess);
+  Gpu &g = *gpus[0];
+  DevicePtr buf = g.alloc(4);
+  ASSERT_EQ(g.nccl->allReduce((void *)buf, (void *)buf, 4, ncclFloat32, ncclSum,
+                              comms[0], g.stream),
+            ncclSuccess); // enqueued; it fails on the stream
+  llvm::Error e = g.driver->synchronize(g.stream);
+  ASSERT_TRUE(bool(e));
+  std::string msg = llvm::toString(std::move(e));
+  EXPECT_EQ(msg.find("NCCL all_reduce over group [dp] (ranks 4,6) with peer "
+                     "ranks 6 failed: "),
+            0u)
+      << msg;
+  // The communicator has failed: later calls are refused when issued.
+  EXPECT_EQ(g.nccl->send((void *)buf, 4, ncclFloat32, 1, comms[0], g.stream),
+            ncclRemoteError);
+  NcclResult async;
+  ASSERT_EQ(g.nccl->commGetAsyncError(comms[0], &async), ncclSuccess);
+  EXPECT_EQ(async, ncclRemoteError);
+  g.nccl->commAbort(comms[0]);
+}
+
 TEST(NcclWatchdogDeathTest, TheDefaultReportExitsTheProcess) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(allGatherWithoutThePeer(), ::testing::ExitedWithCode(1),

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <regex>
 #include <thread>
 #include <unistd.h>
 
@@ -134,21 +135,22 @@ TEST_F(NcclVerify, LaunchedProcessesVerify) {
       << out_;
 }
 
-// Ranks started without `strata launch` (as torchrun or srun would): when
-// one is killed, every other fails its next collective at once (the
-// connection closed), names the collective and the group, and exits, well
-// within 30 s. `layout`: the parallel flags of `n` ranks.
-void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
-                 const std::string &spec, const std::string &dir,
-                 std::vector<std::string> rank0Names) {
+/// Starts `n` training ranks of `spec` with the parallel flags `layout`
+/// without `strata launch` (as torchrun or srun would), `env` added to
+/// theirs, and waits until rank 0 logged a step. Rank r's stdout and stderr
+/// are dir/out<r> and dir/err<r>.
+void startRanks(NcclVerify &t, int n, std::vector<std::string> layout,
+                const std::string &spec, const std::string &dir,
+                std::vector<std::string> env,
+                std::vector<llvm::sys::ProcessInfo> &ranks) {
   std::string port = std::to_string(30000 + (getpid() * 7 + n) % 20000);
-  std::vector<llvm::sys::ProcessInfo> ranks(n);
+  ranks.resize(n);
   for (int r = 0; r < n; ++r) {
     std::vector<std::string> args{STRATA_BIN, "train", spec};
     args.insert(args.end(), layout.begin(), layout.end());
-    args.insert(args.end(), {"--steps", "100000", "--eval-iters", "1",
-                             "--sample", "0", "--device", "cuda-interpret",
-                             "--out", dir + "/run"});
+    args.insert(args.end(),
+                {"--steps", "100000", "--eval-iters", "1", "--sample", "0",
+                 "--device", "cuda-interpret", "--out", dir + "/run"});
     std::vector<llvm::StringRef> argv(args.begin(), args.end());
     std::vector<std::string> vars;
     for (char **e = environ; *e; ++e)
@@ -158,22 +160,52 @@ void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
     vars.insert(vars.end(), {"WORLD_SIZE=" + std::to_string(n),
                              "LOCAL_WORLD_SIZE=" + std::to_string(n),
                              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
-    std::vector<llvm::StringRef> env(vars.begin(), vars.end());
+    vars.insert(vars.end(), env.begin(), env.end());
+    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
     std::string out = dir + "/out" + std::to_string(r),
                 err = dir + "/err" + std::to_string(r);
     llvm::Optional<llvm::StringRef> redirects[] = {
         llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
     ranks[r] = llvm::sys::ExecuteNoWait(
-        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(env), redirects);
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
     ASSERT_GT(ranks[r].Pid, 0);
   }
-  // Every rank trains; then rank 1 dies.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(200);
   while (t.contents(dir + "/out0").find("step ") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ASSERT_NE(t.contents(dir + "/out0").find("step "), std::string::npos)
       << t.contents(dir + "/err0");
+}
+
+/// Whether `err` names a failed call by its group's axes and ranks: an
+/// NCCL call (`over group [tp] (ranks 0,1) with peer ranks 1`, by the
+/// watchdog or by interpret mode's failed Gloo call), or a host-side Gloo
+/// collective of the trainer (`over [dp,tp] (ranks 0,1,2,3)`).
+bool namesGroupAndPeer(const std::string &err) {
+  return std::regex_search(
+             err, std::regex("NCCL [a-z_/ ]+ over group \\[[a-z,]+\\] "
+                             "\\(ranks [0-9,]+\\)( sends (up|down))? with "
+                             "peer ranks? [0-9,]+")) ||
+         std::regex_search(
+             err, std::regex("over \\[[a-z,]+\\] \\(ranks [0-9,]+\\)"));
+}
+
+// When one rank is killed, every other fails its next collective at once
+// (the connection closed), names the collective, the group's axes and the
+// peers, and exits, well within 30 s.
+void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
+                 const std::string &spec, const std::string &dir,
+                 std::vector<std::string> rank0Names) {
+  std::vector<llvm::sys::ProcessInfo> ranks;
+  startRanks(t, n, layout, spec, dir, {}, ranks);
+  if (testing::Test::HasFatalFailure()) {
+    for (auto &p : ranks)
+      if (p.Pid > 0)
+        kill(p.Pid, SIGKILL);
+    return;
+  }
+  // Every rank trains; then rank 1 dies.
   kill(ranks[1].Pid, SIGKILL);
   auto killed = std::chrono::steady_clock::now();
   for (int r = 0; r < n; ++r) {
@@ -184,6 +216,8 @@ void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
     // The ranks end one after the other: each waits what is left of 60 s.
     llvm::sys::ProcessInfo done =
         llvm::sys::Wait(ranks[r], /*SecondsToWait=*/60, false);
+    if (done.ReturnCode == -2) // still running: do not leave it behind
+      kill(ranks[r].Pid, SIGKILL);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
             .count();
@@ -197,6 +231,7 @@ void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
                     std::string::npos ||
                 err.find("strata train: error:") != std::string::npos)
         << "rank " << r << ": " << err;
+    EXPECT_TRUE(namesGroupAndPeer(err)) << "rank " << r << ": " << err;
     if (r == 0)
       EXPECT_TRUE(llvm::any_of(rank0Names, [&](const std::string &name) {
         return err.find(name) != std::string::npos;
@@ -206,21 +241,70 @@ void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
 
 TEST_F(NcclVerify, AKilledRankEndsItsPeer) {
   killOneRank(*this, 2, {"--dp", "2"}, spec("GPT"), dir_,
-              {"over [dp] (ranks 0,1)", "over group [dp] (ranks 0,1)"});
+              {"over [dp] (ranks 0,1)",
+               "over group [dp] (ranks 0,1) with peer ranks 1"});
 }
 
 // Four processes (tp 2 x dp 2): rank 1 killed, ranks 0, 2 and 3 all exit
 // within 30 s.
 TEST_F(NcclVerify, AKilledRankOfFourEndsEveryRank) {
   // Rank 1 is rank 0's tp peer. Rank 0 names the collective in flight: an
-  // NCCL one of the step (its tp group, or its communicator: naming it by
-  // axes and peer is not done yet when a Gloo connection closes under
-  // interpret mode's NCCL, docs/multi-gpu.md), or the trainer's gather of
-  // the losses over the whole world when the kill lands between steps.
+  // NCCL one of the step over its tp group, or over its dp group when its
+  // dp peer (rank 2) failed first, or the trainer's gather of the losses
+  // over the whole world when the kill lands between steps.
   killOneRank(*this, 4, {"--tp", "2", "--dp", "2"}, spec("GPT"), dir_,
-              {"over [tp] (ranks 0,1)", "over group [tp] (ranks 0,1)",
-               "all_reduce over nccl communicator",
+              {"over group [tp] (ranks 0,1) with peer ranks 1",
+               "over group [dp] (ranks 0,2) with peer ranks 2",
                "over [dp,tp] (ranks 0,1,2,3)"});
+}
+
+// A stopped rank (SIGSTOP) closes no connection: its peer's NCCL call
+// waits until the watchdog's per-call timeout (STRATA_NCCL_TIMEOUT, 5 s
+// here), which names the call, the group and the peer, aborts every
+// communicator of the rank and exits. The heartbeat (which would also find
+// the stopped rank) is set far off, so the timeout is what ends the job.
+// Once the stopped rank runs again it finds its peer gone and exits too.
+// If the stop lands after the step's last NCCL call, its peer waits in the
+// trainer's Gloo gather of the losses instead, bounded by
+// STRATA_COMM_TIMEOUT (10 s here).
+TEST_F(NcclVerify, AStoppedRankIsFoundByTheTimeout) {
+  std::vector<llvm::sys::ProcessInfo> ranks;
+  startRanks(*this, 2, {"--dp", "2"}, spec("GPT"), dir_,
+             {"STRATA_NCCL_TIMEOUT=5", "STRATA_COMM_TIMEOUT=10",
+              "STRATA_HEARTBEAT_TIMEOUT=600"},
+             ranks);
+  if (HasFatalFailure()) {
+    for (auto &p : ranks)
+      if (p.Pid > 0)
+        kill(p.Pid, SIGKILL);
+    return;
+  }
+  kill(ranks[1].Pid, SIGSTOP);
+  auto stopped = std::chrono::steady_clock::now();
+  llvm::sys::ProcessInfo peer =
+      llvm::sys::Wait(ranks[0], /*SecondsToWait=*/60, false);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped)
+          .count();
+  kill(ranks[1].Pid, SIGCONT);
+  llvm::sys::ProcessInfo resumed =
+      llvm::sys::Wait(ranks[1], /*SecondsToWait=*/60, false);
+  for (auto *p : {&peer, &resumed})
+    if (p->ReturnCode == -2) // still running: do not leave it behind
+      kill(p->Pid, SIGKILL);
+  std::string err0 = read(dir_ + "/err0"), err1 = read(dir_ + "/err1");
+  // 5 s of timeout, plus the watchdog's 100 ms polls and a busy machine.
+  EXPECT_LT(seconds, 20) << err0;
+  EXPECT_EQ(peer.ReturnCode, 1) << err0;
+  EXPECT_TRUE(
+      err0.find("error: rank 0: NCCL all_reduce over group [dp] (ranks 0,1) "
+                "with peer ranks 1 timed out after 5 s") != std::string::npos ||
+      std::regex_search(err0, std::regex("over \\[dp\\] \\(ranks 0,1\\)"
+                                         ".*[Tt]imed out")))
+      << err0;
+  EXPECT_NE(resumed.ReturnCode, 0) << err1;
+  EXPECT_NE(resumed.ReturnCode, -2) << "the stopped rank did not exit";
+  EXPECT_NE(err1.find("rank 1"), std::string::npos) << err1;
 }
 
 // Under srun (one launcher per node), node 1 of 2 starts global ranks 2

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 namespace strata::cuda::interpret_nccl {
 
@@ -58,6 +59,30 @@ struct Comm {
   bool aborted = false;
   int splits = 0;
   std::map<int, uint32_t> sendSeq, recvSeq; // per peer, at issue
+  std::string group;                        // Nccl::nameComm; empty: unnamed
+  std::vector<int64_t> globalRanks;         // of each group rank
+
+  /// "NCCL all_reduce over group [dp] (ranks 0,1) with peer ranks 1 failed:
+  /// " for `what` with group ranks `peers` (empty: every other rank); empty
+  /// for an unnamed communicator.
+  std::string failedCall(const std::string &what, std::vector<int> peers) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (group.empty())
+      return "";
+    // As the watchdog names them: "peer ranks" for a collective.
+    bool plural = peers.empty() || peers.size() > 1;
+    if (peers.empty())
+      for (int r = 0; r < size; ++r)
+        if (r != rank)
+          peers.push_back(r);
+    std::string list;
+    for (int p : peers)
+      list += (list.empty() ? "" : ",") +
+              std::to_string(size_t(p) < globalRanks.size() ? globalRanks[p]
+                                                            : int64_t(p));
+    return "NCCL " + what + " over group " + group + " with peer rank" +
+           (plural ? "s " : " ") + list + " failed: ";
+  }
 
   void finish(NcclResult r, std::string why = "") {
     std::lock_guard<std::mutex> lock(mu);

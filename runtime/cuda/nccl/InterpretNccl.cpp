@@ -169,7 +169,7 @@ public:
     DType d = *t;
     int64_t n = int64_t(count);
     ReduceOp rop = op == ncclMax ? ReduceOp::Max : ReduceOp::Sum;
-    return collective(h, s, [=](Comm &c) {
+    return collective(h, s, "all_reduce", {}, [=](Comm &c) {
       if (send != recv)
         std::memcpy(recv, send, n * dtypeBytes(d));
       return c.gloo->allReduce(recv, n, d, rop);
@@ -182,7 +182,7 @@ public:
       return ncclInvalidArgument;
     DType d = *t;
     ReduceOp rop = op == ncclMax ? ReduceOp::Max : ReduceOp::Sum;
-    return collective(h, s, [=](Comm &c) {
+    return collective(h, s, "reduce_scatter", {}, [=](Comm &c) {
       return c.gloo->reduceScatter(send, recv, int64_t(count), d, rop);
     });
   }
@@ -192,7 +192,7 @@ public:
     if (!t)
       return ncclInvalidArgument;
     DType d = *t;
-    return collective(h, s, [=](Comm &c) {
+    return collective(h, s, "all_gather", {}, [=](Comm &c) {
       return c.gloo->allGather(send, recv, int64_t(count), d);
     });
   }
@@ -202,7 +202,7 @@ public:
     if (!t)
       return ncclInvalidArgument;
     DType d = *t;
-    return collective(h, s, [=](Comm &c) {
+    return collective(h, s, "broadcast", {}, [=](Comm &c) {
       if (c.rank == root && send != recv)
         std::memcpy(recv, send, count * dtypeBytes(d));
       return c.gloo->broadcast(recv, int64_t(count), d, root);
@@ -215,6 +215,14 @@ public:
   R recv(void *buf, size_t count, NcclDataType dt, int peer, NcclComm h,
          StreamHandle s) override {
     return pointToPoint(false, buf, count, dt, peer, h, s);
+  }
+  void nameComm(NcclComm h, const std::string &group,
+                std::vector<int64_t> globalRanks) override {
+    if (auto c = find(h)) {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->group = group;
+      c->globalRanks = std::move(globalRanks);
+    }
   }
   R groupStart() override {
     ++group.depth;
@@ -293,9 +301,11 @@ private:
     return ncclSuccess;
   }
 
-  /// Enqueues `op` on stream `s` in the communicator's issue order.
-  R collective(NcclComm h, StreamHandle s,
-               std::function<llvm::Error(Comm &)> op) {
+  /// Enqueues `op` on stream `s` in the communicator's issue order; its
+  /// error names `what` with group ranks `peers` (empty: every other rank)
+  /// and the communicator's group (nameComm).
+  R collective(NcclComm h, StreamHandle s, std::string what,
+               std::vector<int> peers, std::function<llvm::Error(Comm &)> op) {
     auto c = find(h);
     if (!c)
       return ncclInvalidArgument;
@@ -307,8 +317,13 @@ private:
       ticket = c->issued++;
     }
     auto e = driver_.launchHost(
-        [c, ticket, op = std::move(op)] {
-          return c->inTurn(ticket, [&] { return op(*c); });
+        [c, ticket, what = std::move(what), peers = std::move(peers),
+         op = std::move(op)]() -> llvm::Error {
+          llvm::Error e = c->inTurn(ticket, [&] { return op(*c); });
+          if (!e)
+            return e;
+          return interpret_nccl::commError(c->failedCall(what, peers) +
+                                           llvm::toString(std::move(e)));
         },
         s);
     if (e) {
@@ -344,24 +359,31 @@ private:
 
   /// One host task: post the sends, receive, then wait for the sends.
   R enqueueP2P(std::shared_ptr<Comm> c, StreamHandle s, std::vector<P2P> ops) {
-    return collective(
-        c.get(), s, [ops = std::move(ops)](Comm &c) -> llvm::Error {
-          for (const P2P &p : ops)
-            if (p.send)
-              if (auto e = c.gloo->postSend(p.buf, p.bytes, DType::I1, p.peer,
-                                            p.seq))
-                return e;
-          for (const P2P &p : ops)
-            if (!p.send)
-              if (auto e =
-                      c.gloo->recv(p.buf, p.bytes, DType::I1, p.peer, p.seq))
-                return e;
-          for (const P2P &p : ops)
-            if (p.send)
-              if (auto e = c.gloo->waitSend(p.peer, p.seq))
-                return e;
-          return llvm::Error::success();
-        });
+    std::vector<int> peers;
+    for (const P2P &p : ops)
+      if (!llvm::is_contained(peers, p.peer))
+        peers.push_back(p.peer);
+    std::string what = ops.size() > 1 ? "grouped send/recv"
+                       : ops[0].send  ? "send"
+                                      : "recv";
+    return collective(c.get(), s, std::move(what), std::move(peers),
+                      [ops = std::move(ops)](Comm &c) -> llvm::Error {
+                        for (const P2P &p : ops)
+                          if (p.send)
+                            if (auto e = c.gloo->postSend(
+                                    p.buf, p.bytes, DType::I1, p.peer, p.seq))
+                              return e;
+                        for (const P2P &p : ops)
+                          if (!p.send)
+                            if (auto e = c.gloo->recv(p.buf, p.bytes, DType::I1,
+                                                      p.peer, p.seq))
+                              return e;
+                        for (const P2P &p : ops)
+                          if (p.send)
+                            if (auto e = c.gloo->waitSend(p.peer, p.seq))
+                              return e;
+                        return llvm::Error::success();
+                      });
   }
 
   Driver &driver_;

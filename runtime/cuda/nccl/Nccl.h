@@ -22,6 +22,8 @@
 #include <climits>
 #include <cstddef>
 #include <memory>
+#include <string>
+#include <vector>
 
 namespace strata::cuda {
 
@@ -109,6 +111,18 @@ public:
                           NcclComm comm, StreamHandle s) = 0;
   virtual NcclResult groupStart() = 0;
   virtual NcclResult groupEnd() = 0;
+
+  /// Not NCCL's: names `comm` in the errors its calls leave on their
+  /// stream (interpret mode, where a failed Gloo call is a failed host
+  /// callback): `group` as in "[dp] (ranks 0,1)", `globalRanks[i]` group
+  /// rank i's rank in the job. Real NCCL reports failures only through
+  /// ncclCommGetAsyncError, which the watchdog names.
+  virtual void nameComm(NcclComm comm, const std::string &group,
+                        std::vector<int64_t> globalRanks) {
+    (void)comm;
+    (void)group;
+    (void)globalRanks;
+  }
 };
 
 /// libnccl.so.2 by dlopen, or why it cannot be used (missing, or too old

@@ -65,25 +65,18 @@ NcclCommunicator::~NcclCommunicator() {
   llvm::consumeError(driver_.destroyStream(stream_));
 }
 
-llvm::Error NcclCommunicator::failed(const char *what, NcclResult r) {
+llvm::Error NcclCommunicator::failed(const char *what, const std::string &peers,
+                                     NcclResult r) {
   std::string last = nccl_.lastError(comm_);
-  return err(llvm::Twine("NCCL ") + what + " over group " + name_ + ": " +
-             nccl_.errorString(r) + (last.empty() ? "" : " (" + last + ")"));
+  return err(llvm::Twine("NCCL ") + what + " over group " + name_ + " with " +
+             peers + ": " + nccl_.errorString(r) +
+             (last.empty() ? "" : " (" + last + ")"));
 }
 
 llvm::Error
 NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
                       int64_t bytes,
                       const std::function<NcclResult(StreamHandle)> &call) {
-  if (watchdog_.aborted())
-    return err(llvm::Twine("NCCL ") + what + " over group " + name_ +
-               ": the communicators were aborted after a failure");
-  if (compute_) {
-    if (auto e = driver_.record(before_, compute_))
-      return e;
-    if (auto e = driver_.wait(stream_, before_))
-      return e;
-  }
   std::string peers;
   if (peer >= 0) {
     peers = "peer rank " + std::to_string(globalRanks_[peer]);
@@ -93,6 +86,15 @@ NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
       if (r != rank_)
         peers +=
             (peers.back() == ' ' ? "" : ",") + std::to_string(globalRanks_[r]);
+  }
+  if (watchdog_.aborted())
+    return err(llvm::Twine("NCCL ") + what + " over group " + name_ + " with " +
+               peers + ": the communicators were aborted after a failure");
+  if (compute_) {
+    if (auto e = driver_.record(before_, compute_))
+      return e;
+    if (auto e = driver_.wait(stream_, before_))
+      return e;
   }
   uint64_t id = watchdog_.issued(comm_, what, name_, peers);
   NcclWatchdog *w = &watchdog_;
@@ -126,7 +128,7 @@ NcclCommunicator::run(const char *what, int64_t peer, bool joinCompute,
       r = ncclInvalidUsage;
   if (r != ncclSuccess) {
     watchdog_.finished(id);
-    return failed(what, r);
+    return failed(what, peers, r);
   }
   if (auto e = driver_.launchHost(
           [w, id, trace, span] {

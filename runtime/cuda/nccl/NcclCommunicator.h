@@ -102,7 +102,7 @@ private:
   llvm::Error run(const char *what, int64_t peer, bool joinCompute,
                   int64_t bytes,
                   const std::function<NcclResult(StreamHandle)> &call);
-  llvm::Error failed(const char *what, NcclResult r);
+  llvm::Error failed(const char *what, const std::string &peers, NcclResult r);
 
   Nccl &nccl_;
   Driver &driver_;

@@ -106,6 +106,7 @@ NcclGroups::create(std::unique_ptr<Nccl> nccl, Driver &driver,
                                        groupName({"world"}, everyone)))
     return e;
   g->watchdog_->watch(g->world_, groupName({"world"}, everyone));
+  g->nccl_->nameComm(g->world_, groupName({"world"}, everyone), everyone);
 
   std::vector<std::string> used;
   for (const MeshAxis &a : g->mesh_.axes)
@@ -191,6 +192,7 @@ NcclGroups::split(int color, int key, int64_t rank, int64_t size,
     return stream.takeError();
   }
   watchdog_->watch(comm, name);
+  nccl_->nameComm(comm, name, globalRanks);
   return std::make_unique<NcclCommunicator>(
       *nccl_, *driver_, *watchdog_, comm, *stream, rank, size, std::move(name),
       std::move(globalRanks));
