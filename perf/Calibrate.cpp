@@ -123,13 +123,7 @@ double timeAttention(int devices, double budget, int64_t bh, int64_t s,
 /// an Executable on a CpuDevice (one per concurrent device).
 llvm::Expected<double> timeAddChain(int devices, double budget,
                                     int64_t elements, int count) {
-  Graph g;
-  TensorType t{DType::F32, {elements}};
-  ValueId x = g.addInput("x", t), y = g.addInput("y", t);
-  Builder b(g);
-  for (int i = 0; i < count; ++i)
-    x = b.add(x, y);
-  g.addOutput(x);
+  Graph g = addChainGraph(elements, count);
   std::vector<std::unique_ptr<CpuDevice>> devs;
   std::vector<std::unique_ptr<Executable>> exes;
   std::vector<std::vector<float>> in(devices);
@@ -160,8 +154,22 @@ llvm::Expected<double> timeAddChain(int devices, double budget,
   return s / double(count);
 }
 
-void say(llvm::raw_ostream &log, Clock::time_point t0, const llvm::Twine &m) {
-  log << llvm::format("[%5.1f s] ", since(t0)) << m << "\n";
+} // namespace
+
+Graph addChainGraph(int64_t elements, int count) {
+  Graph g;
+  TensorType t{DType::F32, {elements}};
+  ValueId x = g.addInput("x", t), y = g.addInput("y", t);
+  Builder b(g);
+  for (int i = 0; i < count; ++i)
+    x = b.add(x, y);
+  g.addOutput(x);
+  return g;
+}
+
+void logProgress(llvm::raw_ostream &log, Clock::time_point start,
+                 const llvm::Twine &message) {
+  log << llvm::format("[%5.1f s] ", since(start)) << message << "\n";
   log.flush();
 }
 } // namespace
@@ -172,7 +180,6 @@ double threadCpuSeconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
-} // namespace
 
 double timeCalls(int64_t reps, const std::function<void()> &fn,
                  bool threadCpu) {
@@ -239,7 +246,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
   a.set_gemm_tile_n(32);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   a.set_memory_bytes(int64_t(pages) * pageSize / devices);
-  say(log, t0,
+  logProgress(log, t0,
       "calibrating " + llvm::Twine(devices) + " CPU device(s) of " +
           llvm::Twine(threads) + " thread(s)" + (o.quick ? " (quick)" : ""));
 
@@ -261,7 +268,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
           best = std::max(best, flops / s);
         }
   a.set_peak_f32_flops(best);
-  say(log, t0,
+  logProgress(log, t0,
       llvm::Twine(a.gemm_table_size()) + " GEMM shapes, best " +
           llvm::formatv("{0:f1}", best / 1e9).str() + " GFLOP/s per device");
 
@@ -275,7 +282,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
       x->set_seconds(timeAttention(devices, grid.budget, bh, s, dh, backward));
     }
   }
-  say(log, t0, llvm::Twine(a.attention_table_size()) + " attention samples");
+  logProgress(log, t0, llvm::Twine(a.attention_table_size()) + " attention samples");
 
   // Launch: the per-node cost of a chain of 1-element adds.
   constexpr int kChain = 64;
@@ -297,7 +304,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
     bandwidth = moved / seconds; // the largest working set: DRAM
   }
   a.set_memory_bandwidth(bandwidth);
-  say(log, t0,
+  logProgress(log, t0,
       "launch " + llvm::formatv("{0:f2}", *launch * 1e6).str() +
           " us per node, bandwidth " +
           llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
@@ -306,7 +313,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
   if (llvm::Error e =
           calibrateCollectives(std::max(devices, 2), o.quick, hw, log))
     return std::move(e);
-  say(log, t0, "done");
+  logProgress(log, t0, "done");
   return hw;
 }
 

@@ -30,11 +30,13 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Graph.h"
 #include "proto/hardware.pb.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -68,6 +70,15 @@ double timeCalls(int64_t reps, const std::function<void()> &fn,
 
 /// Calls fn needs to fill about `budget` seconds (at least 2).
 int64_t repsFor(double budget, const std::function<void()> &fn);
+
+/// `count` chained adds of `elements` f32 values: the bandwidth and launch
+/// samples of every backend.
+Graph addChainGraph(int64_t elements, int count);
+
+/// Writes "[  t s] message", t the seconds since `start`, and flushes.
+void logProgress(llvm::raw_ostream &log,
+                 std::chrono::steady_clock::time_point start,
+                 const llvm::Twine &message);
 
 /// Fits all_reduce over Gloo between `devices` in-process ranks (at least
 /// 2) into hw's intra_node link (latency per step, bandwidth) and nic.

@@ -56,18 +56,24 @@ Bracket bracket(const std::vector<int64_t> &axis, int64_t x) {
 
 double OpTimeModel::measuredGemm(double batch, int64_t m, int64_t n, int64_t k,
                                  bool transA, bool transB) const {
-  const auto &table = hw_.accelerator().gemm_table();
-  if (table.empty() || precision_ != Precision::F32)
+  // The samples of the plan's precision (tf32 is never measured), of the
+  // same transposes (another transpose is a different kernel), or of any
+  // transposes when none has them.
+  if (precision_ == Precision::TF32)
     return -1;
-  // The samples of the same transposes (another transpose is a different
-  // kernel), or every sample when none has them.
-  std::vector<const pb::GemmSample *> same;
-  for (const pb::GemmSample &g : table)
+  const bool half = precision_ == Precision::BF16;
+  std::vector<const pb::GemmSample *> same, sameDType;
+  for (const pb::GemmSample &g : hw_.accelerator().gemm_table()) {
+    if (g.half() != half)
+      continue;
+    sameDType.push_back(&g);
     if (g.transpose_a() == transA && g.transpose_b() == transB)
       same.push_back(&g);
+  }
+  if (sameDType.empty())
+    return -1;
   if (same.empty())
-    for (const pb::GemmSample &g : table)
-      same.push_back(&g);
+    same = sameDType;
   double flops = 2.0 * double(m) * double(n) * double(k);
   auto rate = [](const pb::GemmSample &g) {
     return 2.0 * double(g.m()) * double(g.n()) * double(g.k()) / g.seconds();
@@ -121,8 +127,9 @@ double OpTimeModel::measuredAttention(double bh, int64_t s, int64_t d,
                                       bool backward, double flopShare) const {
   const pb::AttentionSample *best = nullptr;
   double bestDist = 0;
+  const bool half = precision_ == Precision::BF16;
   for (const pb::AttentionSample &a : hw_.accelerator().attention_table()) {
-    if (a.backward() != backward)
+    if (a.backward() != backward || a.half() != half)
       continue;
     double ds = std::log(double(s) / double(std::max<int64_t>(a.seq(), 1))),
            dd =

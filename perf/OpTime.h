@@ -23,9 +23,11 @@
 //   others    memory-bound: bytes read and written / bandwidth + launch
 //             (reshape is a view: free).
 //
-// A measured description (strata calibrate, perf/Calibrate.h) carries
-// tables instead: an f32 GEMM runs at the rate (FLOP/s) measured for the
-// same transposes, interpolated trilinearly in log(m), log(n), log(k)
+// A measured description (strata calibrate, perf/Calibrate.h and
+// CalibrateDevice.h) carries tables instead, used when they hold samples
+// of the plan's precision (f32, or bf16: `half`; tf32 is never measured):
+// a GEMM runs at the rate (FLOP/s) measured for the same transposes,
+// interpolated trilinearly in log(m), log(n), log(k)
 // (in log rate) between the 8 grid samples around its shape and clamped to
 // the grid's edges (a kernel's efficiency changes smoothly with the shape,
 // and a single sample's noise then weighs less); where a corner was not

@@ -18,7 +18,9 @@
 # f32 and bf16, one training step under compute-sanitizer memcheck, and the
 # step-time table: GPT-2 124M's transformer at sequence 1024 on strata (f32,
 # bf16) and on PyTorch (eager f32, eager bf16 autocast, torch.compile bf16;
-# bench/torch_gpu_step.py, the same model and GPU), writing everything under
+# bench/torch_gpu_step.py, the same model and GPU), then `strata calibrate
+# --device cuda` and the step `strata estimate` predicts from it and from
+# the built-in h200 description, writing everything under
 # $OUT (default ./gpu-out). Each stage starts only while the run is under
 # 7 minutes (the machine is lent for 8). Without a GPU it says so and exits
 # 0.
@@ -133,6 +135,30 @@ device() {
       tee -a "$out/memcheck.txt" || status=1
   fi
   benchmark "$here" "$out" "$text" || status=1
+  predicted "$here" "$out" || status=1
+  return $status
+}
+
+# `strata calibrate --device cuda` (perf/CalibrateDevice.h, links from h200)
+# and `strata estimate` of the benchmark's spec on that description, beside
+# the measured step (issue 17): $out/h200-measured.textproto, predicted.txt.
+predicted() {
+  local here=$1 out=$2 spec="$1/bench/gpt2_124m_char.textproto" status=0
+  in_time "calibrate" || return 0
+  echo "== calibrate --device cuda, estimate against measured" |
+    tee "$out/predicted.txt"
+  timeout 150 "$here/bin/strata" calibrate --device cuda --base h200 \
+    -o "$out/h200-measured.textproto" 2>&1 | tail -6 |
+    tee -a "$out/predicted.txt" || status=1
+  for precision in f32 bf16; do
+    for cluster in h200 "$out/h200-measured.textproto"; do
+      echo "estimate $precision on $(basename "$cluster"):" |
+        tee -a "$out/predicted.txt"
+      timeout 60 "$here/bin/strata" estimate "$spec" --cluster "$cluster" \
+        --precision "$precision" 2>&1 | tee -a "$out/predicted.txt" ||
+        status=1
+    done
+  done
   return $status
 }
 

@@ -128,14 +128,44 @@ TEST(MeasuredTablesTest, AttentionScalesByHeadsAndCausalWork) {
   EXPECT_DOUBLE_EQ(m.nodeSeconds(g, g.nodes()[1], false), 4 * 1e-3 + 2e-6);
 }
 
-TEST(MeasuredTablesTest, TablesApplyToF32Only) {
+TEST(MeasuredTablesTest, TablesApplyToTheirPrecision) {
   pb::Hardware hw = measuredCpu();
   hw.mutable_accelerator()->set_peak_bf16_flops(100e9);
   OpTimeModel m(hw, Precision::BF16, 100e9);
-  // bf16: the tile model (32 x 32 tiles, one "SM"), not the f32 table.
+  // bf16 without bf16 samples: the tile model (32 x 32 tiles, one "SM"),
+  // not the f32 table.
   double tiles = std::ceil(300 / 32.0) * 4;
   double tile = 2.0 * 32 * 32 * (128 + OpTimeModel::kFill) / 100e9;
   EXPECT_DOUBLE_EQ(m.gemmSeconds(1, 300, 128, 128, 0), tiles * tile + 2e-6);
+
+  // A bf16 (`half`) sample, as calibrate of a GPU writes them, is what a
+  // bf16 GEMM takes, at its rate scaled by FLOPs; f32 keeps the f32 samples.
+  pb::GemmSample *g = hw.mutable_accelerator()->add_gemm_table();
+  g->set_m(256), g->set_n(128), g->set_k(128), g->set_half(true);
+  g->set_seconds(1e-5);
+  OpTimeModel bf16(hw, Precision::BF16, 100e9), f32(hw, Precision::F32, 50e9);
+  // (Within 1e-12 relative: the rate goes through log and exp.)
+  EXPECT_NEAR(bf16.gemmSeconds(1, 512, 128, 128, 0), 2 * 1e-5 + 2e-6,
+              1e-12 * 2.2e-5);
+  EXPECT_NEAR(f32.gemmSeconds(1, 256, 128, 128, 0), 1e-4 + 2e-6,
+              1e-12 * 1e-4);
+  // tf32 is never measured: the tile model at its peak.
+  OpTimeModel tf32(hw, Precision::TF32, 100e9);
+  EXPECT_DOUBLE_EQ(tf32.gemmSeconds(1, 300, 128, 128, 0), tiles * tile + 2e-6);
+
+  // Attention likewise: the bf16 sample for bf16, the f32 one for f32.
+  pb::AttentionSample *at = hw.mutable_accelerator()->add_attention_table();
+  at->set_batch_heads(16), at->set_seq(64), at->set_head_dim(32);
+  at->set_half(true), at->set_seconds(4e-4);
+  Graph ag;
+  TensorType t{DType::F32, {2, 64, 8, 32}}; // 16 heads: the samples' count
+  ValueId q = ag.addInput("q", t), k = ag.addInput("k", t),
+          v = ag.addInput("v", t);
+  Attrs causal;
+  causal.set("causal", true);
+  ag.addNode(OpKind::Attention, {q, k, v}, {t}, causal, "");
+  EXPECT_DOUBLE_EQ(bf16.nodeSeconds(ag, ag.nodes()[0], true), 4e-4 + 2e-6);
+  EXPECT_DOUBLE_EQ(f32.nodeSeconds(ag, ag.nodes()[0], false), 1e-3 + 2e-6);
 }
 
 } // namespace

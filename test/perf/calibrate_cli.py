@@ -12,6 +12,10 @@ usage: calibrate_cli.py STRATA SPEC
 - `strata estimate SPEC --cluster FILE` reads it, and its step time is the
   sum of the programs it predicts from those tables (positive, and the
   JSON's breakdown sums to it);
+- `calibrate --device cuda-interpret --quick --base h200` runs the CUDA
+  backend's path (perf/CalibrateDevice.h) on the host: f32 and bf16 (`half`)
+  GEMM and attention samples, bandwidth and launch; the links, node size
+  and GEMM tiles are h200's; `estimate --precision bf16` reads it;
 - bad input fails in strata's error form and writes nothing.
 """
 import json
@@ -77,13 +81,46 @@ with tempfile.TemporaryDirectory() as tmp:
         check(abs(total - e["step_time_s"]) <= 1e-9 * total,
               "breakdown sums to %s, step %s" % (total, e["step_time_s"]))
 
+    gpu = os.path.join(tmp, "gpu.textproto")
+    r = run("calibrate", "--quick", "--device", "cuda-interpret", "--base",
+            "h200", "-o", gpu)
+    check(r.returncode == 0, "calibrate cuda-interpret failed: " + r.stderr)
+    if r.returncode == 0:
+        text = open(gpu).read()
+        blocks = [dict(re.findall(r"(\w+): (\S+)", b))
+                  for b in re.findall(r"gemm_table \{([^}]*)\}", text)]
+        half = [b for b in blocks if b.get("half") == "true"]
+        # 3 transposes x 2 m x 2 n x 2 k in each dtype (the quick grid).
+        check(len(blocks) == 48 and len(half) == 24,
+              "%d GEMM samples, %d bf16" % (len(blocks), len(half)))
+        check(all(float(b["seconds"]) > 0 for b in blocks), "GEMM seconds")
+        attn = re.findall(r"attention_table \{([^}]*)\}", text)
+        check(len(attn) == 4 and sum("half: true" in a for a in attn) == 2,
+              "attention samples %r" % attn)
+        h200 = open(os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))),
+            "hardware", "h200.textproto")).read()
+        for field in ["devices_per_node", "nics_per_node"]:
+            want = re.search(r"^%s: (\d+)" % field, h200, re.M).group(1)
+            got = re.search(r"^%s: (\d+)" % field, text, re.M)
+            check(got and got.group(1) == want,
+                  "%s %s, h200 has %s" % (field, got and got.group(1), want))
+        check("links, node size and GEMM tiles from h200" in text, "source")
+        r = run("estimate", SPEC, "--cluster", gpu, "--precision", "bf16",
+                "--json")
+        check(r.returncode == 0, "estimate bf16 on the GPU file: " + r.stderr)
+
     for args, what in [
             (["-o", os.path.join(tmp, "no/such/dir/x.textproto")],
              "does not exist"),
             (["-o", os.path.join(tmp, "y.textproto"), "--device", "tpu"],
              "--device"),
-            (["-o", os.path.join(tmp, "z.textproto"), "--device", "cuda"],
-             "not built"),
+            (["-o", os.path.join(tmp, "z.textproto"), "--device",
+              "cuda-interpret"], "--base"),
+            (["-o", os.path.join(tmp, "v.textproto"), "--device",
+              "cuda-interpret", "--base", "no-such-gpu"], "no-such-gpu"),
+            (["-o", os.path.join(tmp, "u.textproto"), "--base", "h200"],
+             "--base"),
             (["-o", os.path.join(tmp, "w.textproto"), "--threads-per-device",
               "9999"], "--threads-per-device")]:
         r = run("calibrate", "--quick", *args)
@@ -91,7 +128,7 @@ with tempfile.TemporaryDirectory() as tmp:
         check(any(l.startswith("strata calibrate: error: ") and what in l
                   for l in r.stderr.splitlines()),
               "%s: stderr %r" % (what, r.stderr))
-    check(sorted(os.listdir(tmp)) == ["cpu.textproto"],
+    check(sorted(os.listdir(tmp)) == ["cpu.textproto", "gpu.textproto"],
           "files left: %s" % os.listdir(tmp))
 
 print("%d failures" % len(failures))
