@@ -107,7 +107,7 @@ double blockParams(const ModelConfig &c, int64_t t) {
 }
 
 double memoryOf(const ModelConfig &c, const PlanCandidate &p, double params,
-                double blocks, int64_t rows, double v);
+                double blocks, int64_t rows, double v, double eb);
 
 /// The closed form of a candidate recomputing none or every block.
 void boundFixed(const ModelConfig &c, const pb::Hardware &hw,
@@ -147,7 +147,7 @@ void boundFixed(const ModelConfig &c, const pb::Hardware &hw,
   // AdamW reads weight, gradient and moments and writes weight and moments.
   step += ops.memorySeconds(28 * params / (p.zero1 ? p.dp : 1));
   p.boundTime = step;
-  p.boundMemory = memoryOf(c, p, params, blocks, rows, v);
+  p.boundMemory = memoryOf(c, p, params, blocks, rows, v, eb);
 }
 } // namespace
 
@@ -174,20 +174,24 @@ void boundCandidate(const ModelConfig &c, const pb::Hardware &hw,
 }
 
 namespace {
+// Activations are the plan's precision, `eb` bytes an element: Korthikanti
+// et al.'s per-block counts (34 sbh/t with sp, 10 + 24/t without) are bytes
+// of a 16-bit plan, eb/2 times them in general; a fully recomputed block
+// keeps its input. The state (fp32 weights, main_grad and moments) and the
+// fp32 logits of the loss do not depend on it.
 double memoryOf(const ModelConfig &c, const PlanCandidate &p, double params,
-                double blocks, int64_t rows, double v) {
+                double blocks, int64_t rows, double v, double eb) {
   double state = params * (p.zero1 ? 8 + 8.0 / double(p.dp) : 16);
   double sbh = double(rows) * double(c.hidden);
   double t = double(p.tp);
-  double perBlock = p.recompute == RecomputeMode::Full
-                        ? 4 * sbh
-                        : 2 * sbh * (p.sp ? 34 / t : 10 + 24 / t);
+  double perLayer = eb / 2 * sbh * (p.sp ? 34 / t : 10 + 24 / t);
+  double perBlock = p.recompute == RecomputeMode::Full ? eb * sbh : perLayer;
   double inFlight = double(std::min(p.pp, p.microbatches)) *
                     (1 + double(p.pp - 1) / (double(p.pp) * v));
   double logits = 3 * 4 * double(rows) * double(c.paddedVocab) / t;
   double mem = state + perBlock * blocks * inFlight + logits;
   if (p.recompute == RecomputeMode::Full) // one block recomputed at a time
-    mem += 2 * sbh * (p.sp ? 34 / t : 10 + 24 / t);
+    mem += perLayer;
   return mem;
 }
 } // namespace
