@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -178,6 +179,38 @@ void startRanks(NcclVerify &t, int n, std::vector<std::string> layout,
       << t.contents(dir + "/err0");
 }
 
+/// Waits up to `seconds` for `pi` to exit, polling (llvm::sys::Wait with a
+/// timeout would kill it first, and return pid -1). The result's Pid is 0
+/// while it still runs; never kill by the result's Pid.
+llvm::sys::ProcessInfo waitUpTo(const llvm::sys::ProcessInfo &pi,
+                                double seconds) {
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    llvm::sys::ProcessInfo r = llvm::sys::Wait(pi, 0, false);
+    if (r.Pid != 0 || std::chrono::steady_clock::now() > end)
+      return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+/// The thread stacks of the process `pid` (gdb -batch), so a rank that did
+/// not exit shows where it waits; written to `file`.
+std::string stacks(NcclVerify &t, int pid, const std::string &file) {
+  auto gdb = llvm::sys::findProgramByName("gdb");
+  if (!gdb)
+    return "(no gdb to show its stacks)";
+  std::string p = std::to_string(pid);
+  llvm::StringRef argv[] = {"gdb",    "-p",  p,
+                            "-batch", "-ex", "thread apply all bt"};
+  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"),
+                                                 llvm::StringRef(file),
+                                                 llvm::StringRef(file)};
+  llvm::sys::ExecuteAndWait(*gdb, argv, llvm::None, redirects,
+                            /*SecondsToWait=*/60);
+  return t.contents(file);
+}
+
 /// Whether `err` names a failed call by its group's axes and ranks: an
 /// NCCL call (`over group [tp] (ranks 0,1) with peer ranks 1`, by the
 /// watchdog or by interpret mode's failed Gloo call), or a host-side Gloo
@@ -214,10 +247,17 @@ void killOneRank(NcclVerify &t, int n, std::vector<std::string> layout,
       continue;
     }
     // The ranks end one after the other: each waits what is left of 60 s.
-    llvm::sys::ProcessInfo done =
-        llvm::sys::Wait(ranks[r], /*SecondsToWait=*/60, false);
-    if (done.ReturnCode == -2) // still running: do not leave it behind
+    double left = 60 - std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - killed)
+                           .count();
+    llvm::sys::ProcessInfo done = waitUpTo(ranks[r], std::max(left, 1.0));
+    if (done.Pid == 0) { // still running: show where, then end it
+      ADD_FAILURE() << "rank " << r << " did not exit; its threads:\n"
+                    << stacks(t, ranks[r].Pid,
+                              dir + "/stacks" + std::to_string(r));
       kill(ranks[r].Pid, SIGKILL);
+      llvm::sys::Wait(ranks[r], 0, true);
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
             .count();
@@ -281,17 +321,20 @@ TEST_F(NcclVerify, AStoppedRankIsFoundByTheTimeout) {
   }
   kill(ranks[1].Pid, SIGSTOP);
   auto stopped = std::chrono::steady_clock::now();
-  llvm::sys::ProcessInfo peer =
-      llvm::sys::Wait(ranks[0], /*SecondsToWait=*/60, false);
+  llvm::sys::ProcessInfo peer = waitUpTo(ranks[0], 60);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped)
           .count();
   kill(ranks[1].Pid, SIGCONT);
-  llvm::sys::ProcessInfo resumed =
-      llvm::sys::Wait(ranks[1], /*SecondsToWait=*/60, false);
-  for (auto *p : {&peer, &resumed})
-    if (p->ReturnCode == -2) // still running: do not leave it behind
-      kill(p->Pid, SIGKILL);
+  llvm::sys::ProcessInfo resumed = waitUpTo(ranks[1], 60);
+  for (int r = 0; r < 2; ++r)
+    if ((r == 0 ? peer : resumed).Pid == 0) { // still running: show where
+      ADD_FAILURE() << "rank " << r << " did not exit; its threads:\n"
+                    << stacks(*this, ranks[r].Pid,
+                              dir_ + "/stacks" + std::to_string(r));
+      kill(ranks[r].Pid, SIGKILL);
+      llvm::sys::Wait(ranks[r], 0, true);
+    }
   std::string err0 = read(dir_ + "/err0"), err1 = read(dir_ + "/err1");
   // 5 s of timeout, plus the watchdog's 100 ms polls and a busy machine.
   EXPECT_LT(seconds, 20) << err0;
@@ -303,7 +346,6 @@ TEST_F(NcclVerify, AStoppedRankIsFoundByTheTimeout) {
                                          ".*[Tt]imed out")))
       << err0;
   EXPECT_NE(resumed.ReturnCode, 0) << err1;
-  EXPECT_NE(resumed.ReturnCode, -2) << "the stopped rank did not exit";
   EXPECT_NE(err1.find("rank 1"), std::string::npos) << err1;
 }
 
