@@ -86,6 +86,12 @@ public:
   /// trainer checks a plan's peak against it before allocating); none for
   /// host-memory devices, whose runs runtime/train/MemoryCheck checks.
   virtual std::optional<int64_t> freeBytes() { return std::nullopt; }
+  /// Device memory the device itself takes, beyond the plans' buffers, to
+  /// run `graphs` (its kernels' scratch, a GEMM workspace): the trainer
+  /// adds it to the planned peak it checks against freeBytes().
+  virtual int64_t workspaceBytes(llvm::ArrayRef<const Graph *> graphs) {
+    return 0;
+  }
 
   /// A new stream (an ordered queue of work).
   virtual StreamId createStream() = 0;

@@ -57,6 +57,11 @@ llvm::Error attentionK(const OpLaunch &a) {
                 params);
 }
 
+int64_t attentionGradScratch(const TensorType &q) {
+  return std::max<int64_t>(3 * q.shape[0] * q.shape[2] * q.shape[1], 1) *
+         dtypeBytes(q.dtype);
+}
+
 llvm::Error attentionGradK(const OpLaunch &a) {
   DType dt = a.inType(1).dtype;
   auto statsF = typed(a, "strata_attn_stats", dt);
@@ -68,8 +73,7 @@ llvm::Error attentionGradK(const OpLaunch &a) {
         dkvF.takeError());
   AttnDims d = attnDims(a, a.inType(1), a.inType(2));
   double scale = attnScale(a, a.inType(1));
-  auto stats = a.kernels.scratch(
-      a.stream, std::max<int64_t>(3 * d.B * d.Hq * d.S, 1) * dtypeBytes(dt));
+  auto stats = a.kernels.scratch(a.stream, attentionGradScratch(a.inType(1)));
   if (!stats)
     return stats.takeError();
   const void *dout = a.operands[0], *q = a.operands[1], *k = a.operands[2],

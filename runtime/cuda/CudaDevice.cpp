@@ -222,6 +222,51 @@ static bool gemmTypes(DType ab, DType c) {
   return cuda::isFloat16(ab) && (c == ab || c == DType::F32);
 }
 
+/// What running `g` takes beyond its buffers: the largest f32 copies of a
+/// 16-bit node, the largest hand-written kernel scratch, and the column-sum
+/// partials of its generated kernels.
+struct GraphWorkspace {
+  int64_t widen = 0, opScratch = 0, partial = 0;
+};
+static GraphWorkspace workspaceOf(const Graph &g) {
+  GraphWorkspace w;
+  auto partials = [&](const codegen::KernelPlan &p) {
+    w.partial = std::max(w.partial, codegen::cudaLaunchOf(p).partialDoubles *
+                                        int64_t(sizeof(double)));
+  };
+  for (const Node &n : g.nodes()) {
+    if (n.op == OpKind::Fused) {
+      if (n.body)
+        if (auto plan = cudaPlan(*n.body))
+          partials(*plan);
+    } else if (auto k = widenedKernel(g, n, "probe")) {
+      if (!k->native)
+        w.widen = std::max(w.widen, cuda::widenLayout(g, n).bytes);
+      if (k->launcher)
+        w.opScratch = std::max(
+            w.opScratch, cuda::opScratchBytes(*k->body, k->body->node(0)));
+      else
+        partials(k->plan);
+    } else if (auto op = singleOpKernel(g, n, "probe")) {
+      partials(op->plan);
+    } else {
+      w.opScratch = std::max(w.opScratch, cuda::opScratchBytes(g, n));
+    }
+  }
+  return w;
+}
+
+int64_t CudaDevice::workspaceBytes(llvm::ArrayRef<const Graph *> graphs) {
+  int64_t widen = 0, opScratch = 0, partials = 0;
+  for (const Graph *g : graphs) {
+    GraphWorkspace w = workspaceOf(*g);
+    widen = std::max(widen, w.widen);
+    opScratch = std::max(opScratch, w.opScratch);
+    partials += w.partial;
+  }
+  return cuda::kGemmWorkspaceBytes + widen + opScratch + partials;
+}
+
 bool CudaDevice::supports(const Graph &g, const Node &node) const {
   if (node.op == OpKind::Fused)
     return node.body && cudaPlan(*node.body).has_value();
@@ -279,6 +324,13 @@ CudaDevice::prepare(const Graph &g) {
     keys.push_back(key);
     kernels.push_back(std::move(k));
   }
+  // The default stream's scratch, sized for this graph before it runs
+  // (workspaceBytes counts one buffer of each).
+  GraphWorkspace w = workspaceOf(g);
+  if (auto e = opKernels_->reserve(stream(kDefaultStream), w.opScratch))
+    return std::move(e);
+  if (auto e = reserveWiden(stream(kDefaultStream), w.widen))
+    return std::move(e);
   m->foldedMuls = cuda::foldableMuls(g);
   if (kernels.empty())
     return m->foldedMuls.empty() && m->widened.empty()

@@ -62,6 +62,10 @@ public:
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
   std::optional<int64_t> freeBytes() override;
+  /// The cuBLASLt workspace, the scratch of the hand-written kernels and of
+  /// 16-bit nodes' f32 copies (one buffer each, sized at prepare() for the
+  /// largest graph), and each graph's column-sum partials.
+  int64_t workspaceBytes(llvm::ArrayRef<const Graph *> graphs) override;
   StreamId createStream() override;
   std::unique_ptr<Event> createEvent() override;
   void record(Event &event, StreamId stream) override;
@@ -105,6 +109,9 @@ private:
   const void *staged(const void *src, int64_t bytes);
   /// Device memory of at least `bytes` for launchWidened's copies on `s`.
   llvm::Expected<void *> widenScratch(cuda::StreamHandle s, int64_t bytes);
+  /// Makes `s`'s widenScratch at least `bytes` now (prepare), freeing the
+  /// buffers it replaces once `s` is idle.
+  llvm::Error reserveWiden(cuda::StreamHandle s, int64_t bytes);
   /// A fused node or single op from the graph's generated kernels.
   llvm::Error launchGenerated(const Node &node,
                               llvm::ArrayRef<const void *> operands,

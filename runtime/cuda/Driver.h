@@ -34,6 +34,9 @@ namespace strata::cuda {
 
 using DevicePtr = uint64_t;
 
+/// The cuBLASLt workspace a GPU's driver allocates at its first GEMM.
+constexpr int64_t kGemmWorkspaceBytes = int64_t(32) << 20;
+
 /// A loaded module of kernels, and one kernel of it.
 class Module {
 public:

@@ -30,6 +30,32 @@ llvm::Expected<void *> CudaDevice::widenScratch(cuda::StreamHandle s,
   return reinterpret_cast<void *>(*p);
 }
 
+llvm::Error CudaDevice::reserveWiden(cuda::StreamHandle s, int64_t bytes) {
+  if (bytes <= 0)
+    return llvm::Error::success();
+  bool replace = false;
+  for (auto &w : widenScratch_) {
+    if (w.stream == s && w.bytes >= bytes)
+      return llvm::Error::success();
+    replace |= w.stream == s;
+  }
+  if (replace) {
+    if (auto e = driver_->synchronize(s))
+      return e;
+    for (auto &w : widenScratch_)
+      if (w.stream == s)
+        if (auto e = driver_->free(w.ptr))
+          return e;
+    llvm::erase_if(widenScratch_,
+                   [&](const WidenBuffer &w) { return w.stream == s; });
+  }
+  auto p = driver_->allocate(bytes);
+  if (!p)
+    return p.takeError();
+  widenScratch_.push_back({s, *p, bytes});
+  return llvm::Error::success();
+}
+
 llvm::Error CudaDevice::launchWidened(const Graph &g, const Node &node,
                                       llvm::ArrayRef<const void *> operands,
                                       llvm::ArrayRef<void *> results,
@@ -37,20 +63,10 @@ llvm::Error CudaDevice::launchWidened(const Graph &g, const Node &node,
                                       const Graph &body,
                                       cuda::OpLauncher launcher) {
   cuda::StreamHandle s = stream(ctx.stream);
-  // f32 copies of the 16-bit operands and results, 256-byte aligned.
-  std::vector<int64_t> offset(operands.size() + results.size(), -1);
-  int64_t total = 0;
-  auto place = [&](size_t slot, const TensorType &t) {
-    if (!cuda::isFloat16(t.dtype))
-      return;
-    offset[slot] = total;
-    total += (t.numElements() * 4 + 255) / 256 * 256;
-  };
-  for (size_t k = 0; k < operands.size(); ++k)
-    place(k, g.type(node.operands[k]));
-  for (size_t r = 0; r < results.size(); ++r)
-    place(operands.size() + r, g.type(node.results[r]));
-  auto base = widenScratch(s, std::max<int64_t>(total, 1));
+  // f32 copies of the 16-bit operands and results.
+  cuda::WidenLayout layout = cuda::widenLayout(g, node);
+  const std::vector<int64_t> &offset = layout.offset;
+  auto base = widenScratch(s, std::max<int64_t>(layout.bytes, 1));
   if (!base)
     return base.takeError();
   auto at = [&](size_t slot) { return static_cast<char *>(*base) + offset[slot]; };

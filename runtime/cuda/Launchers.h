@@ -32,6 +32,8 @@ llvm::Error attentionGradK(const OpLaunch &a);
 /// Attention operands the kernels take: q [B,S,Hq,D], k and v [B,S,Hkv,D]
 /// of one float dtype, Hq a multiple of Hkv, D <= 128.
 bool attentionShapes(const Graph &g, ValueId q, ValueId k, ValueId v);
+/// Scratch of attentionGradK: three row statistics per query row of `q`.
+int64_t attentionGradScratch(const TensorType &q);
 
 // LayoutLaunchers.cpp.
 llvm::Error transposeK(const OpLaunch &a);
@@ -42,6 +44,11 @@ llvm::Error iotaK(const OpLaunch &a);
 llvm::Error reduceK(const OpLaunch &a);
 llvm::Error ropeK(const OpLaunch &a);
 llvm::Error shardSliceK(const OpLaunch &a);
+/// Scratch of reduceK for `node` over `x`: the two-pass reduction's
+/// partial values, else 0.
+int64_t reduceScratch(const TensorType &x, const Node &node);
+/// Scratch of ropeK over `x` [B,S,H,D]: the cos/sin table.
+int64_t ropeScratch(const TensorType &x);
 llvm::Error pickLabelK(const OpLaunch &a);
 llvm::Error oneHotK(const OpLaunch &a);
 

@@ -87,6 +87,43 @@ struct RopeParams {
   long long B, S, H, D, posOffset, originalMaxPositions;
 };
 
+/// Whether `r` reduces in two passes, and the bytes of their partial values.
+bool twoPass(const ReduceDims &r) {
+  return r.count > kChunk && r.outputs > 0 && r.outputs < kFewOutputs;
+}
+int64_t partialBytes(const ReduceDims &r) {
+  return r.outputs * ((r.count + kChunk - 1) / kChunk) * 8;
+}
+
+/// The reduction of `node` (reduce_sum, reduce_max, reduce_mean) over x.
+ReduceDims reduceDims(const TensorType &x, const Node &node) {
+  IntList axes = node.attrs.getInts("axes");
+  if (axes.empty())
+    for (int64_t d = 0; d < x.rank(); ++d)
+      axes.push_back(d);
+  llvm::SmallVector<bool, 8> reduced(x.rank(), false);
+  for (int64_t ax : axes)
+    reduced[normDim(ax, x.rank())] = true;
+  auto xs = stridesOf(x.shape);
+  ReduceDims r{};
+  r.outputs = r.count = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) {
+      r.redSize[r.redRank] = x.shape[d];
+      r.redStride[r.redRank++] = xs[d];
+      r.count *= x.shape[d];
+    } else {
+      r.keptSize[r.keptRank] = x.shape[d];
+      r.keptStride[r.keptRank++] = xs[d];
+      r.outputs *= x.shape[d];
+    }
+  }
+  r.op = node.op == OpKind::ReduceSum   ? 0
+         : node.op == OpKind::ReduceMax ? 1
+                                        : 2;
+  return r;
+}
+
 /// The two-pass reduction of `r` (kernels/Reduce.cu), partial values in
 /// scratch.
 llvm::Error reduceTwoPass(const OpLaunch &a, ReduceDims r) {
@@ -96,7 +133,7 @@ llvm::Error reduceTwoPass(const OpLaunch &a, ReduceDims r) {
   if (!partF || !finishF)
     return llvm::joinErrors(partF.takeError(), finishF.takeError());
   long long chunk = kChunk, chunks = (r.count + chunk - 1) / chunk;
-  auto part = a.kernels.scratch(a.stream, r.outputs * chunks * 8);
+  auto part = a.kernels.scratch(a.stream, partialBytes(r));
   if (!part)
     return part.takeError();
   const void *in = a.operands[0];
@@ -182,35 +219,17 @@ llvm::Error iotaK(const OpLaunch &a) {
   return launch1d(a, *f, n, params);
 }
 
+int64_t reduceScratch(const TensorType &x, const Node &node) {
+  ReduceDims r = reduceDims(x, node);
+  return twoPass(r) ? partialBytes(r) : 0;
+}
+
 llvm::Error reduceK(const OpLaunch &a) {
   const TensorType &x = a.inType(0);
-  IntList axes = a.node.attrs.getInts("axes");
-  if (axes.empty())
-    for (int64_t d = 0; d < x.rank(); ++d)
-      axes.push_back(d);
-  llvm::SmallVector<bool, 8> reduced(x.rank(), false);
-  for (int64_t ax : axes)
-    reduced[normDim(ax, x.rank())] = true;
-  auto xs = stridesOf(x.shape);
-  ReduceDims r{};
-  r.outputs = r.count = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (reduced[d]) {
-      r.redSize[r.redRank] = x.shape[d];
-      r.redStride[r.redRank++] = xs[d];
-      r.count *= x.shape[d];
-    } else {
-      r.keptSize[r.keptRank] = x.shape[d];
-      r.keptStride[r.keptRank++] = xs[d];
-      r.outputs *= x.shape[d];
-    }
-  }
-  r.op = a.node.op == OpKind::ReduceSum   ? 0
-         : a.node.op == OpKind::ReduceMax ? 1
-                                          : 2;
+  ReduceDims r = reduceDims(x, a.node);
   const void *in = a.operands[0];
   void *out = a.results[0];
-  if (r.count > kChunk && r.outputs > 0 && r.outputs < kFewOutputs)
+  if (twoPass(r))
     return reduceTwoPass(a, r);
   bool block = r.count >= kBlockReduce;
   auto f = typed(a, block ? "strata_reduce_block" : "strata_reduce", x.dtype);
@@ -222,6 +241,11 @@ llvm::Error reduceK(const OpLaunch &a) {
   return launch(a, *f,
                 {unsigned(std::clamp<long long>(r.outputs, 1, 65535)), 1, 1},
                 {kReduceThreads, 1, 1}, params);
+}
+
+int64_t ropeScratch(const TensorType &x) {
+  return std::max<int64_t>(2 * x.shape[1] * (x.shape[3] / 2), 1) *
+         dtypeBytes(x.dtype);
 }
 
 llvm::Error ropeK(const OpLaunch &a) {
@@ -247,8 +271,7 @@ llvm::Error ropeK(const OpLaunch &a) {
                      "low_freq_factor > 0");
   }
   long long pairs = p.S * (p.D / 2);
-  auto table = a.kernels.scratch(a.stream, std::max<int64_t>(2 * pairs, 1) *
-                                               dtypeBytes(x.dtype));
+  auto table = a.kernels.scratch(a.stream, ropeScratch(x));
   if (!table)
     return table.takeError();
   void *t = *table;

@@ -182,6 +182,13 @@ unsigned rowBlocks(long long rows) {
   return unsigned(std::clamp<long long>(rows, 1, 65535));
 }
 
+/// Scratch of crossEntropyK: a loss per row of the logits; of
+/// crossEntropyGradK: the count of valid labels.
+int64_t crossEntropyScratch(const TensorType &logits) {
+  return std::max<int64_t>(rowsOf(logits), 1) * 8;
+}
+constexpr int64_t kLabelCountScratch = 8;
+
 llvm::Error crossEntropyK(const OpLaunch &a) {
   DType dt = a.inType(0).dtype;
   auto rowsF = typed(a, "strata_ce_rows", dt);
@@ -189,7 +196,7 @@ llvm::Error crossEntropyK(const OpLaunch &a) {
   if (!rowsF || !meanF)
     return llvm::joinErrors(rowsF.takeError(), meanF.takeError());
   long long N = rowsOf(a.inType(0)), V = a.inType(0).shape.back();
-  auto rowLoss = a.kernels.scratch(a.stream, std::max(N, 1LL) * 8);
+  auto rowLoss = a.kernels.scratch(a.stream, crossEntropyScratch(a.inType(0)));
   if (!rowLoss)
     return rowLoss.takeError();
   const void *logits = a.operands[0], *labels = a.operands[1];
@@ -209,7 +216,7 @@ llvm::Error crossEntropyGradK(const OpLaunch &a) {
   if (!count || !gradF)
     return llvm::joinErrors(count.takeError(), gradF.takeError());
   long long N = rowsOf(a.inType(1)), V = a.inType(1).shape.back();
-  auto valid = a.kernels.scratch(a.stream, 8);
+  auto valid = a.kernels.scratch(a.stream, kLabelCountScratch);
   if (!valid)
     return valid.takeError();
   const void *dloss = a.operands[0], *logits = a.operands[1],
@@ -267,6 +274,31 @@ llvm::Expected<void *> OpKernelModule::scratch(StreamHandle stream,
   else
     scratch_.push_back(s);
   return s.ptr;
+}
+
+llvm::Error OpKernelModule::reserve(StreamHandle stream, int64_t bytes) const {
+  if (bytes <= 0)
+    return llvm::Error::success();
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = llvm::find_if(scratch_,
+                          [&](const Scratch &s) { return s.stream == stream; });
+  if (it != scratch_.end()) {
+    if (it->bytes >= bytes)
+      return llvm::Error::success();
+    if (auto e = driver_.synchronize(stream))
+      return e;
+    DevicePtr old = reinterpret_cast<DevicePtr>(it->ptr);
+    if (auto e = driver_.free(old))
+      return e;
+    llvm::erase_value(buffers_, old);
+    scratch_.erase(it);
+  }
+  auto p = driver_.allocate(bytes);
+  if (!p)
+    return p.takeError();
+  buffers_.push_back(*p);
+  scratch_.push_back({stream, reinterpret_cast<void *>(*p), bytes});
+  return llvm::Error::success();
 }
 
 OpKernelModule::~OpKernelModule() {
@@ -382,6 +414,24 @@ OpLauncher opLauncher(const Graph &g, const Node &node) {
   default:
     return nullptr;
   }
+}
+
+int64_t opScratchBytes(const Graph &g, const Node &node) {
+  OpLauncher l = opLauncher(g, node);
+  auto in = [&](int i) -> const TensorType & {
+    return g.type(node.operands[i]);
+  };
+  if (l == attentionGradK)
+    return attentionGradScratch(in(1));
+  if (l == reduceK)
+    return reduceScratch(in(0), node);
+  if (l == ropeK)
+    return ropeScratch(in(0));
+  if (l == crossEntropyK)
+    return crossEntropyScratch(in(0));
+  if (l == crossEntropyGradK)
+    return kLabelCountScratch;
+  return 0;
 }
 
 llvm::StringRef opKernelSource() {

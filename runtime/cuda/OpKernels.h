@@ -37,6 +37,10 @@ public:
   /// apart) and replaced by a larger one when needed. Buffers live as long
   /// as the module (a replaced one may still be in use by queued work).
   llvm::Expected<void *> scratch(StreamHandle stream, int64_t bytes) const;
+  /// Makes the stream's buffer at least `bytes` now (CudaDevice::prepare,
+  /// before any launch of a graph), freeing the one it replaces once the
+  /// stream is idle, so launches find it and the device holds one buffer.
+  llvm::Error reserve(StreamHandle stream, int64_t bytes) const;
   ~OpKernelModule();
 
 private:
@@ -71,6 +75,10 @@ using OpLauncher = llvm::Error (*)(const OpLaunch &);
 /// The launcher of `node` of `g`, or null if it has no hand-written kernel
 /// (or not for its dtypes).
 OpLauncher opLauncher(const Graph &g, const Node &node);
+
+/// Bytes of OpKernelModule::scratch the launcher of `node` takes (0: none
+/// or no launcher).
+int64_t opScratchBytes(const Graph &g, const Node &node);
 
 /// The CUDA C source of every hand-written kernel, the runtime's own
 /// (kernels/Builtins.cu) included: one module.

@@ -230,7 +230,7 @@ public:
       if (!engine)
         return engine.takeError();
       CUdeviceptr ws = 0;
-      if (auto e = check(api_.memAlloc(&ws, kGemmWorkspace),
+      if (auto e = check(api_.memAlloc(&ws, kGemmWorkspaceBytes),
                          "cuMemAlloc of the cuBLASLt workspace"))
         return e;
       gemm_ = std::move(*engine);
@@ -238,7 +238,7 @@ public:
     }
     // One workspace: GEMMs on different streams would share it, so they
     // are serialized on the stream they are enqueued on by the caller.
-    return gemm_->run(g, s, gemmWorkspace_, kGemmWorkspace);
+    return gemm_->run(g, s, gemmWorkspace_, kGemmWorkspaceBytes);
   }
 
   llvm::Expected<std::unique_ptr<Module>>
@@ -296,7 +296,6 @@ private:
   DeviceInfo info_;
   std::mutex mu_;
   std::string hostError_; // the first failed host callback's
-  static constexpr size_t kGemmWorkspace = 32 << 20;
   std::mutex gemmMu_;
   std::unique_ptr<GemmEngine> gemm_; // cuBLASLt, opened at the first GEMM
   CUdeviceptr gemmWorkspace_ = 0;

@@ -62,11 +62,29 @@ llvm::Error widen(const OpKernelModule &kernels, StreamHandle stream, DType dt,
                  x, y, count);
 }
 
-llvm::Error narrow(const OpKernelModule &kernels, StreamHandle stream,
-                   DType dt, const void *x, void *y, int64_t count) {
+llvm::Error narrow(const OpKernelModule &kernels, StreamHandle stream, DType dt,
+                   const void *x, void *y, int64_t count) {
   return convert(kernels, stream,
                  dt == DType::BF16 ? "strata_narrow_bf16" : "strata_narrow_f16",
                  x, y, count);
+}
+
+WidenLayout widenLayout(const Graph &g, const Node &n) {
+  WidenLayout l;
+  auto place = [&](ValueId v) {
+    const TensorType &t = g.type(v);
+    if (!isFloat16(t.dtype)) {
+      l.offset.push_back(-1);
+      return;
+    }
+    l.offset.push_back(l.bytes);
+    l.bytes += (t.numElements() * 4 + 255) / 256 * 256;
+  };
+  for (ValueId v : n.operands)
+    place(v);
+  for (ValueId v : n.results)
+    place(v);
+  return l;
 }
 
 } // namespace strata::cuda

@@ -40,6 +40,15 @@ std::shared_ptr<Graph> widenedBody(const Graph &g, const Node &n,
                                    const std::string &name,
                                    std::vector<size_t> &operandOfInput);
 
+/// Where the f32 copies of a 16-bit node's operands, then results, lie in
+/// one scratch buffer (launchWidened): 256-byte aligned offsets (-1: the
+/// value is not 16-bit, no copy) and the buffer's bytes.
+struct WidenLayout {
+  std::vector<int64_t> offset;
+  int64_t bytes = 0;
+};
+WidenLayout widenLayout(const Graph &g, const Node &n);
+
 /// Enqueues y = x as f32 (widen) or x rounded to `dt` (narrow), `count`
 /// elements, on `stream`.
 llvm::Error widen(const OpKernelModule &kernels, StreamHandle stream, DType dt,

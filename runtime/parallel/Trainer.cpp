@@ -84,7 +84,8 @@ llvm::Error checkGroup(const ParallelConfig &config, DeviceGroup &group) {
 }
 
 /// Each local device with a memory of its own has room for its pipeline
-/// rank's planned peak, checked before anything is allocated.
+/// rank's planned peak and the device's own workspace for the rank's
+/// programs, checked before anything is allocated.
 llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
   int64_t perStage =
       group.mesh().numDevices() / std::max<int64_t>(c.pipeline.pp, 1);
@@ -93,14 +94,24 @@ llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
     int64_t pipeRank = group.globalRank(l) / perStage;
     if (!free || pipeRank >= int64_t(c.memory.ranks.size()))
       continue;
-    int64_t need = c.memory.ranks[pipeRank].peak;
-    if (need > *free)
+    std::vector<const Graph *> programs;
+    for (const PipelineStage &st : c.pipeline.stages)
+      if (st.rank == pipeRank)
+        programs.push_back(&st.forward), programs.push_back(&st.backward);
+    if (pipeRank < int64_t(c.pipeline.optimizers.size()))
+      programs.push_back(&c.pipeline.optimizers[pipeRank]);
+    int64_t peak = c.memory.ranks[pipeRank].peak,
+            own = group.device(l).workspaceBytes(programs);
+    if (peak + own > *free)
       return err(group.device(l).name() + " has " + formatBytes(*free) +
-                 " free, and the plan needs " + formatBytes(need) +
+                 " free, and the plan needs " + formatBytes(peak) +
                  " at its peak (" + c.memory.ranks[pipeRank].peakAt +
-                 " of pipeline rank " + llvm::Twine(pipeRank) +
-                 "): use a smaller micro batch, --recompute, more --tp or "
-                 "--pp, or --distributed-optimizer");
+                 " of pipeline rank " + llvm::Twine(pipeRank) + ") and " +
+                 formatBytes(own) +
+                 " of the device's own workspace (GEMM workspace, kernel "
+                 "scratch, 16-bit nodes' f32 copies): use a smaller micro "
+                 "batch, --recompute, more --tp or --pp, or "
+                 "--distributed-optimizer");
   }
   return llvm::Error::success();
 }

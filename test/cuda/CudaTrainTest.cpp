@@ -149,6 +149,21 @@ TEST_F(CudaTrain, APlanOverTheDeviceMemoryIsRefusedBeforeItRuns) {
       "STRATA_INTERPRET_MEMORY=200KiB");
   EXPECT_NE(e.find("free, and the plan needs"), std::string::npos) << e;
   EXPECT_FALSE(llvm::sys::fs::exists(dir_ + "/oom/checkpoint.bin"));
+
+  // Room for the plan's peak but not for the device's own workspace (the
+  // 32 MiB cuBLASLt workspace among it) is refused too, naming both.
+  size_t at = e.find("the plan needs ");
+  ASSERT_NE(at, std::string::npos) << e;
+  double peak = std::stod(e.substr(at + 15));
+  std::string unit = e.substr(e.find(' ', at + 15) + 1, 3);
+  ASSERT_TRUE(unit == "KiB" || unit == "MiB") << e;
+  int64_t peakBytes = int64_t(peak * (unit == "KiB" ? 1024 : 1 << 20)) + 1;
+  std::string e2 = strata(
+      "train",
+      {spec("GPT"), "--out", dir_ + "/oom2", "--device", "cuda-interpret"},
+      "STRATA_INTERPRET_MEMORY=" + std::to_string(peakBytes + (16 << 20)));
+  EXPECT_NE(e2.find("of the device's own workspace"), std::string::npos) << e2;
+  EXPECT_FALSE(llvm::sys::fs::exists(dir_ + "/oom2/checkpoint.bin"));
 }
 
 // Parallel layouts on cuda-interpret devices (collectives by interpret

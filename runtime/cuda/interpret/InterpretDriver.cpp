@@ -284,6 +284,19 @@ public:
   llvm::Error gemm(const Gemm &g, StreamHandle s) override {
     if (auto e = checkGemm(g))
       return e;
+    {
+      // A GPU's first GEMM takes the cuBLASLt workspace (RealDriver); the
+      // reference GEMM needs none, so it is only counted.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!gemmWorkspace_) {
+        if (allocated_ + kGemmWorkspaceBytes > info_.totalBytes)
+          return err("out of device memory for the cuBLASLt workspace: " +
+                     llvm::Twine(kGemmWorkspaceBytes) + " bytes wanted, " +
+                     llvm::Twine(info_.totalBytes - allocated_) + " free");
+        allocated_ += kGemmWorkspaceBytes;
+        gemmWorkspace_ = true;
+      }
+    }
     return enqueue(s, "gemm", [g] { runReferenceGemm(g); });
   }
 
@@ -456,6 +469,7 @@ private:
   std::map<DevicePtr, Allocation> allocations_;
   std::set<void *> hostAllocations_;
   int64_t allocated_ = 0;
+  bool gemmWorkspace_ = false; // counted in allocated_
   std::vector<std::unique_ptr<HostEvent>> events_;
 };
 
