@@ -25,30 +25,19 @@ namespace strata {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// What to measure and for how long.
-struct Grid {
-  std::vector<int64_t> rows, cols;               // GEMM m; n and k
-  std::vector<std::pair<int64_t, int64_t>> attn; // (seq, head_dim)
-  std::vector<int64_t> bandwidthBytes;           // working sets
-  double budget;                                 // seconds per sample
-  double maxGemmFlops;                           // larger shapes skipped
-};
-
-Grid gridFor(bool quick) {
+CalibrationGrid gridFor(bool quick) {
   if (quick)
     return {{64, 256, 1024},
             {32, 128, 512},
             {{64, 32}, {256, 64}},
+            int64_t(1) << 20,
             {int64_t(48) << 10, int64_t(768) << 10, int64_t(12) << 20},
             0.008,
             0.3e9};
   return {{16, 64, 256, 1024, 4096},
           {32, 64, 128, 256, 512, 1024, 2048},
           {{64, 32}, {64, 64}, {128, 64}, {256, 64}, {512, 64}, {1024, 128}},
+          int64_t(1) << 20,
           {int64_t(12) << 10, int64_t(48) << 10, int64_t(192) << 10,
            int64_t(768) << 10, int64_t(3) << 20, int64_t(12) << 20,
            int64_t(48) << 20, int64_t(192) << 20},
@@ -167,9 +156,13 @@ Graph addChainGraph(int64_t elements, int count) {
   return g;
 }
 
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 void logProgress(llvm::raw_ostream &log, Clock::time_point start,
                  const llvm::Twine &message) {
-  log << llvm::format("[%5.1f s] ", since(start)) << message << "\n";
+  log << llvm::format("[%5.1f s] ", secondsSince(start)) << message << "\n";
   log.flush();
 }
 } // namespace
@@ -195,7 +188,7 @@ double timeCalls(int64_t reps, const std::function<void()> &fn,
     for (int64_t i = 0; i < perBatch; ++i)
       fn();
     double s =
-        (threadCpu ? threadCpuSeconds() - c0 : since(t0)) / double(perBatch);
+        (threadCpu ? threadCpuSeconds() - c0 : secondsSince(t0)) / double(perBatch);
     best = b == 0 ? s : std::min(best, s);
   }
   return best;
@@ -205,7 +198,7 @@ int64_t repsFor(double budget, const std::function<void()> &fn) {
   fn();
   auto t0 = Clock::now();
   fn();
-  double one = std::max(since(t0), 1e-7);
+  double one = std::max(secondsSince(t0), 1e-7);
   return std::max<int64_t>(2, int64_t(budget / one));
 }
 
@@ -232,7 +225,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
       o.threadsPerDevice > 0 ? std::min(o.threadsPerDevice, cores) : cores;
   int devices = std::max(1, cores / threads);
   kernels::setNumThreads(threads);
-  Grid grid = gridFor(o.quick);
+  CalibrationGrid grid = gridFor(o.quick);
   pb::Hardware hw;
   hw.set_name(o.name);
   hw.set_devices_per_node(devices);
@@ -274,7 +267,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
 
   for (auto [s, dh] : grid.attn) {
     // Enough heads for every thread to have work and ~1 M elements.
-    int64_t bh = std::max<int64_t>(4 * threads, (int64_t(1) << 20) / (s * dh));
+    int64_t bh = std::max<int64_t>(4 * threads, grid.attnElements / (s * dh));
     for (bool backward : {false, true}) {
       pb::AttentionSample *x = a.add_attention_table();
       x->set_batch_heads(bh), x->set_seq(s), x->set_head_dim(dh);

@@ -39,6 +39,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace strata {
 
@@ -70,6 +71,19 @@ double timeCalls(int64_t reps, const std::function<void()> &fn,
 
 /// Calls fn needs to fill about `budget` seconds (at least 2).
 int64_t repsFor(double budget, const std::function<void()> &fn);
+
+/// What a calibration measures and for how long.
+struct CalibrationGrid {
+  std::vector<int64_t> rows, cols;               // GEMM m; n and k
+  std::vector<std::pair<int64_t, int64_t>> attn; // (seq, head_dim)
+  int64_t attnElements;                          // of q, over batch x heads
+  std::vector<int64_t> bandwidthBytes;           // working sets
+  double budget;                                 // seconds per sample
+  double maxGemmFlops;                           // larger shapes skipped
+};
+
+/// Wall seconds since `start`.
+double secondsSince(std::chrono::steady_clock::time_point start);
 
 /// `count` chained adds of `elements` f32 values: the bandwidth and launch
 /// samples of every backend.

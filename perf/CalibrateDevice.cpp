@@ -18,21 +18,7 @@ namespace strata {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-/// What to measure and for how long.
-struct DeviceGrid {
-  std::vector<int64_t> rows, cols;               // GEMM m; n and k
-  std::vector<std::pair<int64_t, int64_t>> attn; // (seq, head_dim)
-  int64_t attnElements;                          // of q, over batch x heads
-  std::vector<int64_t> bandwidthBytes;           // working sets
-  double budget;                                 // seconds per sample
-  double maxGemmFlops;                           // larger shapes skipped
-};
-
-DeviceGrid gridFor(bool quick) {
+CalibrationGrid gridFor(bool quick) {
   if (quick)
     return {{16, 64}, {16, 32}, {{16, 8}}, 256, {int64_t(12) << 10}, 0, 1e6};
   // A GPU: from one SM's tile to the GEMMs of a 175B model's layers, and
@@ -95,7 +81,7 @@ llvm::Expected<double> timeGraph(Device &dev, const Graph &g, double budget) {
         return std::move(e);
     if (auto e = dev.synchronize())
       return std::move(e);
-    return since(t0) / double(reps);
+    return secondsSince(t0) / double(reps);
   };
   if (auto warm = batch(1); !warm) // prepares kernels, fills caches
     return warm.takeError();
@@ -149,7 +135,7 @@ llvm::Expected<pb::Hardware> calibrateDevice(Device &dev,
                                              const DeviceCalibrateOptions &o,
                                              llvm::raw_ostream &log) {
   auto t0 = Clock::now();
-  DeviceGrid grid = gridFor(o.quick);
+  CalibrationGrid grid = gridFor(o.quick);
   pb::Hardware hw = base;
   hw.set_name(o.name);
   pb::Accelerator &a = *hw.mutable_accelerator();
