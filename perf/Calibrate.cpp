@@ -165,7 +165,6 @@ void logProgress(llvm::raw_ostream &log, Clock::time_point start,
   log << llvm::format("[%5.1f s] ", secondsSince(start)) << message << "\n";
   log.flush();
 }
-} // namespace
 
 namespace {
 double threadCpuSeconds() {
@@ -173,6 +172,7 @@ double threadCpuSeconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
+} // namespace
 
 double timeCalls(int64_t reps, const std::function<void()> &fn,
                  bool threadCpu) {
