@@ -14,8 +14,19 @@
 # is the measurement made the same way. On a machine shared with other
 # work the median is slower than both; the load average is printed.
 #
+# Other work on the machine is not in the prediction: with Linux's
+# autogroup scheduling (kernel.sched_autogroup_enabled=1, the default) each
+# session gets an equal share of the cores whatever its threads and nice
+# level, so next to two busy sessions (a build, a fuzzer) a 2-device run's
+# device threads ran 30% of the time and waited in the run queue 65%
+# (/proc/PID/task/*/schedstat): 3x the step time. To measure the machine
+# rather than its other work, run the bench at real-time priority (root):
+# `chrt -r 1 bench/predict_vs_measured.sh` (the policy is printed; the
+# kernel still leaves other work 5% of each core).
+#
 #   bench/predict_vs_measured.sh                # full calibration
 #   QUICK=1 STEPS=20 bench/predict_vs_measured.sh
+#   chrt -r 1 bench/predict_vs_measured.sh      # on a shared machine
 #
 # Environment: STRATA (the binary), OUT (work directory), STEPS, WARMUP,
 # QUICK=1 (calibrate --quick), CALIBRATED=DIR (reuse DIR/cpu-serial.textproto
@@ -63,6 +74,7 @@ print(tokens / max(rates), tokens / statistics.median(rates))
 EOF
 }
 
+echo "scheduling: $(chrt -p $$ | sed -n 's/.*current scheduling policy: //p') (priority $(chrt -p $$ | sed -n 's/.*current scheduling priority: //p'))"
 echo "load average before training: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-9s %-24s %12s %12s %12s %7s %7s %5s\n" model layout predicted \
   fastest median p/fast p/med load

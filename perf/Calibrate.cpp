@@ -1,7 +1,12 @@
 //===- Calibrate.cpp - Measure this machine's CPU backend -----------------===//
 #include "perf/Calibrate.h"
 
+#include "frontends/Models.h"
 #include "ir/Builder.h"
+#include "ir/Op.h"
+#include "passes/pipeline/GraphCopy.h"
+#include "passes/pipeline/ParallelCompile.h"
+#include "perf/OpTime.h"
 #include "runtime/Executable.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/kernels/Attention.h"
@@ -15,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -34,15 +40,21 @@ CalibrationGrid gridFor(bool quick) {
             {int64_t(48) << 10, int64_t(768) << 10, int64_t(12) << 20},
             0.008,
             0.3e9};
-  return {{16, 64, 256, 1024, 4096},
-          {32, 64, 128, 256, 512, 1024, 2048},
+  // GEMM sizes at half octaves from 256: a CPU GEMM's rate is not smooth
+  // in the shape (the BLAS picks its kernel and blocking by shape; a
+  // 768 x 512 x 128 ran at 126 GFLOP/s where 1024 rows ran at 172 and 256
+  // at 160 on this project's 2-core machine), so log interpolation over
+  // whole octaves missed by up to 30%. Shapes over 1 GFLOP (at the peak
+  // rate, and smooth) take the nearest sample's rate (perf/OpTime.h).
+  return {{16, 64, 256, 384, 512, 768, 1024, 1536, 2048, 4096},
+          {32, 64, 128, 256, 384, 512, 768, 1024, 1536, 2048},
           {{64, 32}, {64, 64}, {128, 64}, {256, 64}, {512, 64}, {1024, 128}},
           int64_t(1) << 20,
           {int64_t(12) << 10, int64_t(48) << 10, int64_t(192) << 10,
            int64_t(768) << 10, int64_t(3) << 20, int64_t(12) << 20,
            int64_t(48) << 20, int64_t(192) << 20},
-          0.04,
-          4e9};
+          0.02,
+          1e9};
 }
 
 void fillRandom(std::vector<float> &v) {
@@ -51,6 +63,167 @@ void fillRandom(std::vector<float> &v) {
     s = s * 1664525u + 1013904223u;
     x = float(s >> 8) / float(1 << 24) - 0.5f;
   }
+}
+
+/// Elements a node's kernel walks: its largest operand or result.
+double nodeElements(const Graph &g, const Node &n) {
+  int64_t e = 0;
+  for (ValueId v : n.operands)
+    e = std::max(e, g.type(v).numElements());
+  for (ValueId v : n.results)
+    e = std::max(e, g.type(v).numElements());
+  return double(e);
+}
+
+/// A buffer of `t` holding ones (valid token ids, an optimizer step).
+std::vector<char> ones(const TensorType &t) {
+  std::vector<char> b(size_t(t.bytes()) + 64, 0);
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    char *p = b.data() + i * dtypeBytes(t.dtype);
+    switch (t.dtype) {
+    case DType::F32:
+      *reinterpret_cast<float *>(p) = 1.0f;
+      break;
+    case DType::F64:
+      *reinterpret_cast<double *>(p) = 1.0;
+      break;
+    case DType::I32:
+      *reinterpret_cast<int32_t *>(p) = 1;
+      break;
+    case DType::I64:
+      *reinterpret_cast<int64_t *>(p) = 1;
+      break;
+    case DType::BF16:
+    case DType::F16:
+      *reinterpret_cast<uint16_t *>(p) =
+          t.dtype == DType::BF16 ? 0x3F80 : 0x3C00;
+      break;
+    case DType::I1:
+      *p = 1;
+      break;
+    }
+  }
+  return b;
+}
+
+/// Seconds of one run of `g` (inputs of ones) by an Executable on a
+/// CpuDevice (the trainer's path), on each of `devices` at once.
+llvm::Expected<double>
+timeGraphRun(const Graph &g, llvm::ArrayRef<std::unique_ptr<CpuDevice>> devs,
+             double budget) {
+  int devices = int(devs.size());
+  std::vector<std::unique_ptr<Executable>> exes;
+  std::vector<std::vector<std::vector<char>>> in(devs.size());
+  std::vector<std::vector<const void *>> ptrs(devs.size());
+  for (size_t d = 0; d < devs.size(); ++d) {
+    auto exe = Executable::create(g, *devs[d]);
+    if (!exe)
+      return exe.takeError();
+    exes.push_back(std::move(*exe));
+    for (ValueId v : g.inputs())
+      in[d].push_back(ones(g.type(v)));
+    for (auto &b : in[d])
+      ptrs[d].push_back(b.data());
+  }
+  llvm::Error failed = llvm::Error::success();
+  std::mutex mu;
+  auto run = [&](int d) {
+    std::vector<void *> outs;
+    if (llvm::Error e = exes[size_t(d)]->run(ptrs[size_t(d)], outs)) {
+      std::lock_guard<std::mutex> lock(mu);
+      failed = llvm::joinErrors(std::move(failed), std::move(e));
+    }
+  };
+  int64_t reps = repsFor(budget, [&] { run(0); });
+  double s = concurrently(
+      devices, [&](int d) { return timeCalls(reps, [&] { run(d); }); });
+  if (failed)
+    return std::move(failed);
+  return s;
+}
+
+/// A graph of node `i` of `src` alone, its operands as inputs.
+Graph nodeAlone(const Graph &src, size_t i) {
+  const Node &n = src.nodes()[i];
+  Graph g = emptyLike(src);
+  GraphCopier copy(src, g);
+  for (ValueId v : n.operands)
+    if (copy.mapped(v) == kNoValue)
+      copy.addInput(v);
+  copy.copyNode(int32_t(i));
+  for (ValueId r : n.results)
+    g.addOutput(copy.mapped(r));
+  return g;
+}
+
+/// The memory-bound kernels of a reference GPT block (gpt_tiny's sizes:
+/// 768 rows of 128, an FFN of 512, AdamW), compiled unfused and fused
+/// (as `strata train` runs it), each node run alone on every device at
+/// once: per key (opTableKey: the op, or a fused node's body ops), the sum
+/// of the nodes' elements and of their seconds, less the executor's cost
+/// of a run (a 1-element node's run, whose launch the model adds back per
+/// node). A fused GEMM's entry is its epilogue: the fused node's time less
+/// its GEMM's run alone. Plain GEMMs and attention have tables of their
+/// own; reshapes, collectives and messages are not kernels here, nor nodes
+/// under 4096 elements (mostly run overhead).
+llvm::Expected<std::map<std::string, std::pair<double, double>>>
+timeOpKinds(int devices, double budget) {
+  ModelConfig c;
+  c.family = pb::ModelSpec::GPT;
+  c.name = "calibrate";
+  c.vocab = 65, c.paddedVocab = 128, c.hidden = 128, c.layers = 1;
+  c.heads = c.kvHeads = 4, c.headDim = 32, c.ffn = 512, c.seq = 64;
+  c.microBatch = 12, c.tieEmbeddings = true;
+  std::vector<std::unique_ptr<CpuDevice>> devs;
+  for (int d = 0; d < devices; ++d)
+    devs.push_back(std::make_unique<CpuDevice>(d));
+  Graph one;
+  ValueId x = one.addInput("x", TensorType{DType::F32, {1}});
+  one.addOutput(Builder(one).scale(x, -1.0));
+  auto overhead = timeGraphRun(one, devs, budget);
+  if (!overhead)
+    return overhead.takeError();
+  std::map<std::string, std::pair<double, double>> kinds;
+  for (bool fusion : {false, true}) {
+    ParallelCompileOptions o;
+    o.fusion = fusion;
+    auto compiled = compilePipeline(buildModelGraph(c), o);
+    if (!compiled)
+      return compiled.takeError();
+    const PipelineStage &st = compiled->pipeline.stages.front();
+    for (const Graph *src : std::initializer_list<const Graph *>{
+             &st.forward, &st.backward,
+             &compiled->pipeline.optimizers.front()}) {
+      for (size_t i = 0; i < src->nodes().size(); ++i) {
+        const Node &n = src->nodes()[i];
+        if (n.op == OpKind::MatMul || n.op == OpKind::Attention ||
+            n.op == OpKind::AttentionGrad || n.op == OpKind::Reshape ||
+            n.op == OpKind::Send || n.op == OpKind::Recv ||
+            isCollective(n.op) || (n.op == OpKind::Fused) != fusion)
+          continue;
+        double elements = nodeElements(*src, n);
+        if (elements < 4096)
+          continue;
+        auto s = timeGraphRun(nodeAlone(*src, i), devs, budget);
+        if (!s)
+          return s.takeError();
+        double seconds = *s - *overhead;
+        const Graph *body = n.body.get();
+        if (body && !body->nodes().empty() &&
+            body->nodes().front().op == OpKind::MatMul) {
+          auto gemm = timeGraphRun(nodeAlone(*body, 0), devs, budget);
+          if (!gemm)
+            return gemm.takeError();
+          seconds = *s - *gemm;
+        }
+        auto &k = kinds[opTableKey(n)];
+        k.first += elements;
+        k.second += std::max(seconds, 0.0);
+      }
+    }
+  }
+  return kinds;
 }
 
 /// Seconds of one GEMM of the shape on each of `devices` threads at once.
@@ -302,6 +475,18 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
           " us per node, bandwidth " +
           llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
           " GB/s at the largest working set");
+
+  // Memory-bound kernels' compute: a reference GPT's nodes by op kind.
+  auto kinds = timeOpKinds(devices, grid.budget / 4);
+  if (!kinds)
+    return kinds.takeError();
+  for (const auto &[op, k] : *kinds) {
+    pb::OpSample *x = a.add_op_table();
+    x->set_op(op), x->set_elements(k.first), x->set_seconds(k.second);
+  }
+  log << llvm::format("[%5.1f s] ", secondsSince(t0)) << a.op_table_size()
+      << " memory-bound op kinds (a reference GPT's nodes)\n";
+  log.flush();
 
   if (llvm::Error e =
           calibrateCollectives(std::max(devices, 2), o.quick, hw, log))

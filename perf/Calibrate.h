@@ -14,6 +14,11 @@
 //               the last-level cache: seconds per byte moved by size
 //   launch      the same with 1-element tensors: the per-node cost of the
 //               executor and the device's stream
+//   op table    every memory-bound node of a reference GPT block (gpt_tiny's
+//               sizes, unfused and fused as `strata train` runs it) run
+//               alone by an Executable: seconds per element by op or fused
+//               body (a fused GEMM: its epilogue), since on a CPU a layer
+//               norm or gelu computes for longer than its bytes take to move
 //   collectives all_reduce over Gloo between ranks that are threads of this
 //               process (the trainer's communicators), fitted to
 //               latency + bytes / bandwidth (ring, 2 ranks: 2 steps)

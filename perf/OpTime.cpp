@@ -183,6 +183,33 @@ double OpTimeModel::memorySeconds(double bytes) const {
 }
 
 namespace {
+/// The compute floor of node `n` of `g` from a measured op table (CPU
+/// calibrations, perf/Calibrate.h): its elements (largest operand or
+/// result) times the measured seconds per element of its key (its op, or
+/// a fused node's body ops; for a fused GEMM the epilogue's); 0 for a
+/// plain op the table lacks. A fused node the table lacks: the sum of its
+/// body's (the generated kernel computes what the nodes did).
+double computeFloor(const pb::Accelerator &a, const Graph &g, const Node &n) {
+  if (a.op_table().empty())
+    return 0;
+  std::string key = opTableKey(n);
+  for (const pb::OpSample &x : a.op_table()) {
+    if (x.op() != key || x.elements() <= 0)
+      continue;
+    int64_t e = 0;
+    for (ValueId v : n.operands)
+      e = std::max(e, g.type(v).numElements());
+    for (ValueId v : n.results)
+      e = std::max(e, g.type(v).numElements());
+    return double(e) * x.seconds() / x.elements();
+  }
+  double s = 0;
+  if (n.op == OpKind::Fused && n.body)
+    for (const Node &b : n.body->nodes())
+      s += computeFloor(a, *n.body, b);
+  return s;
+}
+
 struct GemmShape {
   double batch;
   int64_t m, n, k;
@@ -259,20 +286,37 @@ double OpTimeModel::nodeSeconds(const Graph &g, const Node &n,
   case OpKind::Gather: {
     // Reads the looked-up rows (as many as it writes) and the ids.
     double out = bytes(g.type(n.results[0]), half);
-    return memorySeconds(2 * out + bytes(g.type(n.operands[1]), half));
+    return std::max(moveSeconds(2 * out + bytes(g.type(n.operands[1]), half)),
+                    computeFloor(hw_.accelerator(), g, n)) +
+           hw_.accelerator().kernel_launch_s();
   }
   case OpKind::Fused: {
     const Graph *body = n.body.get();
     if (body && !body->nodes().empty() &&
         body->nodes().front().op == OpKind::MatMul) {
       GemmShape s = matmulShape(*body, body->nodes().front());
-      return gemmSeconds(s.batch, s.m, s.n, s.k, moved, s.transA, s.transB);
+      // The epilogue (bias, activation, residual) computes on the
+      // product's elements after the GEMM.
+      double epilogue = computeFloor(hw_.accelerator(), g, n);
+      return gemmSeconds(s.batch, s.m, s.n, s.k, moved, s.transA, s.transB) +
+             epilogue;
     }
-    return memorySeconds(moved);
+    return std::max(moveSeconds(moved), computeFloor(hw_.accelerator(), g, n)) +
+           hw_.accelerator().kernel_launch_s();
   }
   default:
-    return memorySeconds(moved);
+    return std::max(moveSeconds(moved), computeFloor(hw_.accelerator(), g, n)) +
+           hw_.accelerator().kernel_launch_s();
   }
+}
+
+std::string opTableKey(const Node &n) {
+  if (n.op != OpKind::Fused || !n.body)
+    return opName(n.op).str();
+  std::string key = "fused(";
+  for (const Node &b : n.body->nodes())
+    key += (key.size() > 6 ? "," : "") + opName(b.op).str();
+  return key + ")";
 }
 
 llvm::Expected<std::function<double(const Graph &, const Node &)>>

@@ -35,7 +35,14 @@
 // head_dim) scaled by heads and causal FLOPs; a memory-bound kernel moves its
 // bytes at the bandwidth measured for that working set (interpolated in log
 // bytes), since a CPU's caches make small tensors several times faster than
-// DRAM.
+// DRAM. A CPU calibration also has an op table (perf/Calibrate.h): seconds
+// per element of each memory-bound op, and of each fused body (for a fused
+// GEMM, its epilogue), measured on a reference GPT's nodes. On a CPU a
+// layer norm, gelu or cross entropy computes for longer than its bytes
+// take to move (gpt_tiny's layer_norm_grad: 1.1 ns per element on 2 cores,
+// 0.03 ns of bandwidth), so such a kernel takes the larger of the two; a
+// fused GEMM adds its epilogue's entry; a fused node without an entry sums
+// its body ops'.
 //
 // Tensor bytes follow the precision (Hardware.h): under bf16 an f32 tensor
 // of a stage program counts 2 bytes per element.
@@ -100,5 +107,9 @@ private:
 /// Errors: a precision the device lacks.
 llvm::Expected<std::function<double(const Graph &, const Node &)>>
 predictedNodeSeconds(const pb::Hardware &hw, Precision precision);
+
+/// The op table's key of node `n` (pb::OpSample::op): its op's name, or a
+/// fused node's body ops in order, "fused(matmul,add,gelu)".
+std::string opTableKey(const Node &n);
 
 } // namespace strata
