@@ -114,6 +114,8 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
     bool isSend = n.op == OpKind::Send;
     const TensorType &t = g.type(isSend ? n.operands[0] : n.results[0]);
     int64_t peer = n.attrs.getInt("peer");
+    if (isSend && sendsJoinCompute_)
+      return wrap(c->send(in, t.numElements(), t.dtype, peer, 0));
     return wrap(isSend ? c->postSend(in, t.numElements(), t.dtype, peer, 0)
                        : c->recv(out, t.numElements(), t.dtype, peer, 0));
   }

@@ -53,6 +53,12 @@ public:
   static std::string kernelSource(const KernelModule *module);
   /// Launches of the batched AdamW kernel so far (AdamWBatch.h).
   int64_t adamwLaunches() const;
+  /// Whether the compute stream waits for each pipeline send to complete
+  /// (its receiver posted the recv), as if the send ran on it; default
+  /// false: sends are eager, on their pp communicator's stream, and the
+  /// stage computes while they go. For tests comparing the two (a 1F1B
+  /// schedule deadlocks with waiting sends; GPipe does not).
+  void setSendsJoinCompute(bool join) { sendsJoinCompute_ = join; }
 
   std::string name() const override;
   bool supports(const Graph &g, const Node &node) const override;
@@ -130,6 +136,7 @@ private:
   std::unique_ptr<cuda::Driver> driver_;
   int index_;
   std::unique_ptr<cuda::NcclGroups> nccl_; // connectCollectives
+  bool sendsJoinCompute_ = false;
   std::vector<cuda::StreamHandle> streams_;
   std::unique_ptr<cuda::OpKernelModule> opKernels_; // hand-written
   cuda::Function scale_ = nullptr;

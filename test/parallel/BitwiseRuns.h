@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 
 namespace strata::test {
@@ -26,15 +27,20 @@ struct TrainRun {
 
 /// Three steps of model `m` over layout `c` on in-process devices `d`, the
 /// tokens drawn from a generator seeded by step and microbatch; `trace`
-/// (may be null) records them. Failures are test failures (empty result).
-inline TrainRun trainThreeSteps(const ModelConfig &m, const ParallelConfig &c,
-                                const DeviceGroupOptions &d,
-                                const TrainOptions &t, Trace *trace) {
+/// (may be null) records them; `setup` (may be null) sees the devices
+/// first. Failures are test failures (empty result).
+inline TrainRun
+trainThreeSteps(const ModelConfig &m, const ParallelConfig &c,
+                const DeviceGroupOptions &d, const TrainOptions &t,
+                Trace *trace,
+                const std::function<void(DeviceGroup &)> &setup = nullptr) {
   auto group = DeviceGroup::inProcess(trainingMesh(c), d);
   if (!group) {
     ADD_FAILURE() << llvm::toString(group.takeError());
     return {};
   }
+  if (setup)
+    setup(**group);
   Graph f = buildModelGraph(m);
   auto tr = Trainer::create(f, f, t, c, **group);
   if (!tr) {
