@@ -33,6 +33,19 @@ namespace {
 using Kind = CudaLaunch::Kind;
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+// bf16 / f16 <-> f32 (cudaFloat16Helpers, runtime/kernels/Float16.h's
+// conversions bit for bit).
+std::string cudaWiden(DType t, const std::string &v) {
+  return (t == DType::BF16 ? "strata_bf16_to_float("
+                           : "strata_half_to_float(") +
+         v + ")";
+}
+std::string cudaNarrow(DType t, const std::string &v) {
+  return (t == DType::BF16 ? "strata_float_to_bf16("
+                           : "strata_float_to_half(") +
+         v + ")";
+}
 std::string idxType(const CudaLaunch &l) {
   return l.index32 ? "int" : "int64_t";
 }
@@ -170,8 +183,11 @@ void writeSumsKernel(llvm::raw_ostream &os, const KernelPlan &p,
        << "; ++chunk)\n"
        << "      sum" << k << " += partial[(" << num(int64_t(s) * l.chunks)
        << " + chunk) * " << C << " + c];\n"
-       << "    out" << k << "[c] = (" << valueCType(p, p.stores[k]) << ")sum"
-       << k << ";\n";
+       << "    out" << k << "[c] = ";
+    if (DType t = p.storageOf(p.stores[k]); isFloat16(t))
+      os << cudaNarrow(t, "(float)sum" + num(k)) << ";\n";
+    else
+      os << "(" << valueCType(p, p.stores[k]) << ")sum" << k << ";\n";
   }
   os << "  }\n}\n";
 }
@@ -312,28 +328,22 @@ std::string CudaLanguage::load(const KernelPlan &p, size_t k) const {
     return "a" + num(k) + "[el]";
   std::string at =
       "in" + num(k) + "[" + elementIndex(p, p.loads[k], "i", "r", "c") + "]";
-  switch (p.storageOf(p.loads[k].value)) {
-  case DType::BF16:
-    return "strata_bf16_to_float(" + at + ")";
-  case DType::F16:
-    return "strata_half_to_float(" + at + ")";
-  default:
-    return at;
-  }
+  return at;
 }
 
 std::string CudaLanguage::store(const KernelPlan &p, size_t k,
                                 const std::string &v) const {
   if (cudaLaunchOf(p).vector > 1)
     return "b" + num(k) + "[el] = " + v + ";";
-  switch (p.storageOf(p.stores[k])) {
-  case DType::BF16:
-    return "out" + num(k) + "[i] = strata_float_to_bf16(" + v + ");";
-  case DType::F16:
-    return "out" + num(k) + "[i] = strata_float_to_half(" + v + ");";
-  default:
-    return "out" + num(k) + "[i] = " + v + ";";
-  }
+  return "out" + num(k) + "[i] = " + v + ";";
+}
+
+std::string CudaLanguage::widen(DType t, const std::string &v) const {
+  return cudaWiden(t, v);
+}
+
+std::string CudaLanguage::narrow(DType t, const std::string &v) const {
+  return cudaNarrow(t, v);
 }
 
 std::string CudaLanguage::math(llvm::StringRef fn, DType t) const {

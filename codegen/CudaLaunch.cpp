@@ -38,7 +38,10 @@ unsigned grid(int64_t blocks) {
 bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
 
 int vectorWidth(const KernelPlan &p) {
-  if (!p.storage16.empty())
+  auto is16 = [&](ValueId v) { return isFloat16(p.storageOf(v)); };
+  if (llvm::any_of(p.loads,
+                   [&](const KernelLoad &l) { return is16(l.value); }) ||
+      llvm::any_of(p.stores, is16))
     return 1; // 16-bit elements convert one by one
   int64_t widest = 4;
   for (const KernelLoad &l : p.loads)

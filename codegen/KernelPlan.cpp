@@ -12,7 +12,9 @@ llvm::Error err(const Graph &body, const llvm::Twine &msg) {
                                  "kernel " + body.name + ": " + msg);
 }
 
-bool isFloatType(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isFloatType(DType t) {
+  return t == DType::F32 || t == DType::F64 || isFloat16(t);
+}
 
 // Element strides of a value of `shape` read over `domain` (right-aligned,
 // numpy broadcasting): 0 along dims where the value has size 1. Operands of
@@ -97,6 +99,10 @@ bool hasRenderRule(OpKind op) {
   }
 }
 
+bool isFloat16(DType t) { return t == DType::BF16 || t == DType::F16; }
+
+DType computeType(DType t) { return isFloat16(t) ? DType::F32 : t; }
+
 const char *cTypeName(DType t) {
   switch (t) {
   case DType::F32:
@@ -149,7 +155,7 @@ llvm::Error planRow(KernelPlan &p) {
   for (ValueId v : op.operands)
     if (!isFloatType(body.type(v).dtype))
       return err(body, "row op " + name + " reads %" + body.value(v).name +
-                           ", which is not f32 or f64");
+                           ", which is not f32, f64, bf16 or f16");
   for (size_t k = rowOpOperands(op.op); k < op.operands.size(); ++k)
     if (!body.value(op.operands[k]).isInput())
       return err(body, "row op " + name + " must read its weight / bias %" +
@@ -194,7 +200,8 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
   if (!nodes.empty() && nodes[0].op == OpKind::MatMul) {
     p.anchor = 0;
     if (!isFloatType(body.type(nodes[0].results[0]).dtype))
-      return err(body, "the matmul anchor must have a f32 or f64 result");
+      return err(body, "the matmul anchor must have a float result (f32, "
+                       "f64, bf16 or f16)");
     for (ValueId v : nodes[0].operands)
       if (!body.value(v).isInput())
         return err(body, "the matmul anchor must read body inputs only");
@@ -266,14 +273,14 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body) {
       return err(body, "%" + r.name + " is " + r.type.str() +
                            ", not the loop's shape");
     if (!isFloatType(r.type.dtype))
-      return err(body, "%" + r.name + " must be f32 or f64");
+      return err(body, "%" + r.name + " must be f32, f64, bf16 or f16");
     if (node.op == OpKind::Scale &&
         !std::isfinite(node.attrs.getFloat("value", 1)))
       return err(body, "%" + r.name + ": scale value must be finite");
     p.usesRng |= node.op == OpKind::Dropout || node.op == OpKind::DropoutGrad;
     for (ValueId v : node.operands) {
       const Value &val = body.value(v);
-      if (!cTypeName(val.type.dtype))
+      if (!cTypeName(computeType(val.type.dtype)))
         return err(body,
                    "%" + val.name + " has unsupported type " + val.type.str());
       load(v);

@@ -84,7 +84,8 @@ struct KernelPlan {
   std::vector<ValueId> scratch;
   /// CUDA elementwise plans of an f32 body only: the loads and stores held
   /// in memory as bf16 / f16 (16-bit storage, f32 math): each load widens,
-  /// each store rounds to nearest even (cudaFloat16Helpers()).
+  /// each store rounds to nearest even (cudaFloat16Helpers()). A body's own
+  /// bf16 / f16 values are stored so without it.
   std::vector<std::pair<ValueId, DType>> storage16;
 
   bool isRowKernel() const { return row >= 0; }
@@ -100,7 +101,7 @@ struct KernelPlan {
   /// Elements of the innermost coalesced dim (the CPU loop's row length;
   /// a row kernel's C).
   int64_t inner() const { return dims.back(); }
-  /// The 16-bit type `v` is stored as, or f32 / f64 / ... (its own).
+  /// The type `v` is held in memory as: a storage16 entry's, else its own.
   DType storageOf(ValueId v) const {
     for (const auto &[value, dt] : storage16)
       if (value == v)
@@ -123,6 +124,15 @@ llvm::Expected<KernelPlan> planKernel(const Graph &body);
 /// C type of an element type the renderers handle ("float", "int64_t");
 /// nullptr for the others (bf16, f16, i1).
 const char *cTypeName(DType t);
+
+/// Whether `t` is a 16-bit float (bf16, f16): a storage format, whose
+/// values kernels load as f32, compute on in f32 and round to nearest even
+/// once, when they store them (runtime/kernels/Float16.h).
+bool isFloat16(DType t);
+
+/// The type a kernel computes values of type `t` in: f32 for bf16 / f16,
+/// else `t` itself.
+DType computeType(DType t);
 
 /// CUDA C of the bf16 / f16 conversions (runtime/kernels/Float16.h's, bit
 /// for bit, in integer and f32 arithmetic): strata_bf16_to_float,

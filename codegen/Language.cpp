@@ -15,9 +15,13 @@
 #include "llvm/ADT/StringExtras.h"
 
 namespace {
-// runtime/kernels/FastMath.h as text (codegen/CMakeLists.txt embeds it).
+// runtime/kernels/FastMath.h and Float16.h as text (codegen/CMakeLists.txt
+// embeds them).
 constexpr const char *kFastMathText =
 #include "codegen/FastMathText.inc"
+    ;
+constexpr const char *kFloat16Text =
+#include "codegen/Float16Text.inc"
     ;
 } // namespace
 
@@ -25,9 +29,13 @@ namespace strata::codegen {
 
 std::string valueCType(const KernelPlan &p, ValueId v) {
   DType t = p.storageOf(v);
-  if (t == DType::BF16 || t == DType::F16)
-    return "unsigned short"; // a 16-bit pattern (CUDA plans only)
+  if (isFloat16(t))
+    return "unsigned short"; // a 16-bit pattern
   return cTypeName(t);
+}
+
+std::string computeCType(const KernelPlan &p, ValueId v) {
+  return cTypeName(computeType(p.body->type(v).dtype));
 }
 
 std::string stridedIndex(llvm::StringRef var, llvm::ArrayRef<int64_t> dims,
@@ -61,7 +69,9 @@ std::string stridedIndex(llvm::StringRef var, llvm::ArrayRef<int64_t> dims,
 void Language::prelude(llvm::raw_ostream &os) const {
   os << "#include <cmath>\n#include <cstdint>\n\n"
      << "// runtime/kernels/FastMath.h, the CPU kernels' exp and tanh:\n"
-     << kFastMathText << "\n#define STRATA_FN static inline\n";
+     << kFastMathText
+     << "\n// runtime/kernels/Float16.h, the CPU's bf16 / f16 conversions:\n"
+     << kFloat16Text << "\n#define STRATA_FN static inline\n";
 }
 
 void Language::signature(llvm::raw_ostream &os, const KernelPlan &p) const {
@@ -122,6 +132,18 @@ std::string Language::load(const KernelPlan &p, size_t k) const {
 std::string Language::store(const KernelPlan &, size_t k,
                             const std::string &v) const {
   return "out" + std::to_string(k) + "[i] = " + v + ";";
+}
+
+std::string Language::widen(DType t, const std::string &v) const {
+  return std::string(t == DType::BF16 ? "strata::kernels::bf16ToFloat("
+                                      : "strata::kernels::halfToFloat(") +
+         v + ")";
+}
+
+std::string Language::narrow(DType t, const std::string &v) const {
+  return std::string(t == DType::BF16 ? "strata::kernels::floatToBf16("
+                                      : "strata::kernels::floatToHalf(") +
+         v + ")";
 }
 
 std::string Language::rowLoopBegin(llvm::raw_ostream &os,

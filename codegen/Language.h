@@ -41,11 +41,18 @@ public:
   /// The statement adding the current element's `v` into column sum `store`.
   virtual std::string accumulate(const KernelPlan &p, size_t store,
                                  const std::string &v) const;
-  /// The value of load `k` at the current element.
+  /// The value of load `k` at the current element, as stored (a 16-bit
+  /// pattern for bf16 / f16: the writer widens it with `widen`).
   virtual std::string load(const KernelPlan &p, size_t k) const;
-  /// The statement storing `v` as the current element of store `k`.
+  /// The statement storing `v` (already in the storage type: the writer
+  /// rounds 16-bit stores with `narrow`) as the current element of store `k`.
   virtual std::string store(const KernelPlan &p, size_t k,
                             const std::string &v) const;
+  /// The f32 value of the bf16 / f16 pattern `v` (exact), and the pattern
+  /// of the f32 `v` rounded to nearest even: runtime/kernels/Float16.h's
+  /// conversions on the CPU, their CUDA counterparts on the GPU.
+  virtual std::string widen(DType t, const std::string &v) const;
+  virtual std::string narrow(DType t, const std::string &v) const;
   /// A math function for element type `t`: exp, log, sqrt, erf (libm's) or
   /// kexp, ktanh (runtime/kernels/FastMath.h's).
   virtual std::string math(llvm::StringRef fn, DType t) const;
@@ -95,6 +102,8 @@ public:
   std::string load(const KernelPlan &p, size_t k) const override;
   std::string store(const KernelPlan &p, size_t k,
                     const std::string &v) const override;
+  std::string widen(DType t, const std::string &v) const override;
+  std::string narrow(DType t, const std::string &v) const override;
   std::string math(llvm::StringRef fn, DType t) const override;
   void rowPrelude(llvm::raw_ostream &os) const override;
   std::string rowLoopBegin(llvm::raw_ostream &os,
@@ -131,8 +140,13 @@ private:
 /// by element.
 bool cudaVectorLoad(const KernelPlan &p, const CudaLaunch &l, size_t k);
 
-/// The C type of body value `v` of plan `p`.
+/// The C type body value `v` of plan `p` is held in memory as ("unsigned
+/// short" for a 16-bit pattern).
 std::string valueCType(const KernelPlan &p, ValueId v);
+
+/// The C type a kernel computes `v` in (computeType: "float" for bf16 /
+/// f16 values and for those stored as such).
+std::string computeCType(const KernelPlan &p, ValueId v);
 
 /// The offset of the element at flat index `var` of a row-major loop over
 /// `dims`, for a value with `strides` along them: the sum of

@@ -181,8 +181,13 @@ std::string KernelWriter::rule(const Node &n) {
     return x + " * " + x;
   case OpKind::Scale:
     return lit(n.attrs.getFloat("value", 1.0)) + " * " + x;
-  case OpKind::Cast:
-    return "(" + std::string(cTypeName(dtype_)) + ")(double)" + x;
+  case OpKind::Cast: {
+    // A cast to bf16 / f16 rounds, as its unfused kernel does; other 16-bit
+    // results stay f32 until stored.
+    std::string c = "(" + std::string(cTypeName(dtype_)) + ")(double)" + x;
+    DType to = g_.type(n.results[0]).dtype;
+    return isFloat16(to) ? lang_.widen(to, lang_.narrow(to, c)) : c;
+  }
   // Gradients: dx = dy * f'(x), operands (dy, x).
   case OpKind::GeluGrad: {
     const std::string &v = a[1];
@@ -244,7 +249,10 @@ KernelWriter::Pass KernelWriter::passOf(ValueId v) const {
                                                    : Pass::Epilogue;
 }
 
-std::string KernelWriter::loadExpr(size_t k) const { return lang_.load(p_, k); }
+std::string KernelWriter::loadExpr(size_t k) const {
+  DType t = p_.storageOf(p_.loads[k].value);
+  return isFloat16(t) ? lang_.widen(t, lang_.load(p_, k)) : lang_.load(p_, k);
+}
 
 llvm::SmallVector<size_t, 4> KernelWriter::storesOf(Pass pass) const {
   llvm::SmallVector<size_t, 4> stores;
@@ -278,7 +286,7 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
     if (!read[l.value])
       continue;
     std::string name = define(l.value);
-    os_ << indent_ << "const " << valueCType(p_, l.value) << " " << name
+    os_ << indent_ << "const " << computeCType(p_, l.value) << " " << name
         << " = " << loadExpr(k) << ";";
     if (annotate_)
       os_ << "  // %" << g_.value(l.value).name;
@@ -287,7 +295,7 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
   if (pass == Pass::Epilogue) // scratch: the row op's result, prologue values
     for (ValueId v : p_.scratch)
       if (read[v])
-        os_ << indent_ << "const " << valueCType(p_, v) << " " << define(v)
+        os_ << indent_ << "const " << computeCType(p_, v) << " " << define(v)
             << " = " << lang_.scratchAt(scratchName(v)) << ";\n";
   std::string scope;
   for (size_t n = 0; n < g_.nodes().size(); ++n) {
@@ -298,7 +306,7 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
       os_ << indent_ << "// " << node.scope << "\n";
     scope = node.scope;
     ValueId r = node.results[0];
-    dtype_ = g_.type(r).dtype;
+    dtype_ = computeType(g_.type(r).dtype);
     std::string expr = rule(node);
     os_ << indent_ << "const " << cTypeName(dtype_) << " " << define(r) << " = "
         << expr << ";";
@@ -316,9 +324,10 @@ void KernelWriter::element(const std::string &indent, Pass pass) {
     ValueId v = s ? s->value : p_.stores[k];
     if (pass != Pass::All && passOf(v) != pass)
       continue;
-    os_ << indent_
-        << (s ? lang_.accumulate(p_, k, var_.lookup(v))
-              : lang_.store(p_, k, var_.lookup(v)))
+    std::string x = var_.lookup(v);
+    if (DType t = p_.storageOf(p_.stores[k]); !s && isFloat16(t))
+      x = lang_.narrow(t, x);
+    os_ << indent_ << (s ? lang_.accumulate(p_, k, x) : lang_.store(p_, k, x))
         << "\n";
   }
 }

@@ -32,7 +32,7 @@ std::string KernelWriter::rowIn(ValueId v) const {
 void KernelWriter::writeRowLoops() {
   std::string in = lang_.rowLoopBegin(os_, p_);
   for (ValueId v : p_.scratch)
-    os_ << in << lang_.scratchDecl(p_, valueCType(p_, v), scratchName(v))
+    os_ << in << lang_.scratchDecl(p_, computeCType(p_, v), scratchName(v))
         << "\n";
   if (llvm::is_contained(p_.inPrologue, true)) {
     if (annotate_)
@@ -52,7 +52,8 @@ void KernelWriter::writeRowLoops() {
 
 void KernelWriter::rowOp(const std::string &in) {
   const Node &n = g_.node(p_.row);
-  const std::string T = cTypeName(g_.type(n.results[0]).dtype);
+  const DType dt = computeType(g_.type(n.results[0]).dtype);
+  const std::string T = cTypeName(dt);
   const std::string C = std::to_string(p_.inner());
   const std::string Y = lang_.scratchAt(scratchName(n.results[0]));
   const std::string sqrt = lang_.math("sqrt", DType::F64);
@@ -99,14 +100,13 @@ void KernelWriter::rowOp(const std::string &in) {
         << " (" << n.scope << ")\n";
   switch (n.op) {
   case OpKind::Softmax:
-    line(T + " m = " + lang_.negInfinity(g_.type(n.results[0]).dtype) + ";");
+    line(T + " m = " + lang_.negInfinity(dt) + ";");
     loop({"m = " + x[0] + " > m ? " + x[0] + " : m;"}, {"m"}, /*max=*/true);
     line("double sum = 0.0;");
-    loop({"const " + T +
-              " e = " + lang_.math("exp", g_.type(n.results[0]).dtype) + "(" +
-              x[0] + " - m);",
-          Y + " = e;", "sum += e;"},
-         {"sum"});
+    loop(
+        {"const " + T + " e = " + lang_.math("exp", dt) + "(" + x[0] + " - m);",
+         Y + " = e;", "sum += e;"},
+        {"sum"});
     line("const " + T + " inv = (" + T + ")(1.0 / sum);");
     loop({Y + " *= inv;"});
     break;

@@ -98,7 +98,8 @@ bool isColumnSum(const Graph &g, const Node &n) {
   if (n.op != OpKind::ReduceSum || n.operands.size() != 1)
     return false;
   const TensorType &x = g.type(n.operands[0]);
-  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64;
+  bool isFloat = x.dtype == DType::F32 || x.dtype == DType::F64 ||
+                 x.dtype == DType::BF16 || x.dtype == DType::F16;
   if (!isFloat || x.rank() < 2)
     return false;
   IntList axes = n.attrs.getInts("axes");

@@ -9,13 +9,17 @@ namespace strata {
 
 namespace {
 
-// Element types the kernel renderers read (codegen/KernelPlan.h).
-bool isKernelDType(DType t) {
-  return t == DType::F32 || t == DType::F64 || t == DType::I32 ||
-         t == DType::I64;
+// Element types the kernel renderers read (codegen/KernelPlan.h). bf16 and
+// f16 are storage: a kernel loads them as f32, computes in f32 and rounds
+// once, when it stores.
+bool isFloatKernelDType(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::BF16 ||
+         t == DType::F16;
 }
 
-bool isFloatKernelDType(DType t) { return t == DType::F32 || t == DType::F64; }
+bool isKernelDType(DType t) {
+  return isFloatKernelDType(t) || t == DType::I32 || t == DType::I64;
+}
 
 bool hasSplitDim(const Value &v) {
   return v.sharding && llvm::any_of(v.sharding->dims, [](const auto &axes) {
@@ -61,6 +65,13 @@ private:
   void joinAsColumnSum(int32_t node);
   /// A matmul that may lead the group of `consumer` (its only user).
   bool isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const;
+  /// Whether a result of group `grp` has its anchor's type: the runtime
+  /// runs the matmul into that result's buffer (codegen/KernelPlan.h). A
+  /// 16-bit matmul whose epilogue ends in a cast to f32 has none.
+  bool holdsAnchor(const FusionGroup &grp) const;
+  /// Takes the anchor out of `grp` (a source of the group: what remains is
+  /// still convex).
+  void dropAnchor(FusionGroup &grp);
 
   const Graph &g_;
   FusionOptions options_;
@@ -216,6 +227,24 @@ bool Grouper::isAnchorFor(int32_t producer, ValueId v, int32_t consumer) const {
          users_[v].size() == 1 && users_[v][0] == consumer;
 }
 
+bool Grouper::holdsAnchor(const FusionGroup &grp) const {
+  const TensorType &t = g_.type(g_.node(grp.anchor).results[0]);
+  int32_t self = groupOf_[grp.anchor];
+  return llvm::any_of(grp.members, [&](int32_t m) {
+    ValueId r = g_.node(m).results[0];
+    return m != grp.anchor && g_.type(r) == t &&
+           (isOutput_[r] || llvm::any_of(users_[r], [&](int32_t u) {
+              return groupOf_[u] != self;
+            }));
+  });
+}
+
+void Grouper::dropAnchor(FusionGroup &grp) {
+  groupOf_[grp.anchor] = -1;
+  grp.members.erase(llvm::find(grp.members, grp.anchor));
+  grp.anchor = -1;
+}
+
 std::vector<FusionGroup> Grouper::run() {
   // Producer -> consumer (and matmul -> epilogue).
   for (int32_t n = 0; n < int32_t(g_.nodes().size()); ++n) {
@@ -273,9 +302,12 @@ std::vector<FusionGroup> Grouper::run() {
     }
   }
   std::vector<FusionGroup> out;
-  for (const Group &grp : groups_)
+  for (Group &grp : groups_) {
+    if (grp.alive && grp.g.anchor >= 0 && !holdsAnchor(grp.g))
+      dropAnchor(grp.g);
     if (grp.alive && grp.g.members.size() >= 2)
       out.push_back(grp.g);
+  }
   std::sort(out.begin(), out.end(), [](const auto &x, const auto &y) {
     return x.members.front() < y.members.front();
   });
@@ -298,6 +330,12 @@ bool isFusableElementwise(const Graph &g, const Node &n) {
     return false;
   const Value &r = g.value(n.results[0]);
   if (!isFloatKernelDType(r.type.dtype))
+    return false;
+  // A 16-bit copy of a parameter (mixed precision's cast) stays a node of
+  // its own: the memory plan counts it as Megatron's persistent 16-bit
+  // parameter (passes/memory/MemoryPlan.h) by finding the casts that read
+  // the parameter.
+  if (n.op == OpKind::Cast && g.value(n.operands[0]).isParam())
     return false;
   if (llvm::any_of(n.operands,
                    [&](ValueId v) { return !isKernelDType(g.type(v).dtype); }))

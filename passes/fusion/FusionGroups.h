@@ -8,14 +8,19 @@
 //
 //  - Fusable: elementwise unary/binary ops (broadcasting operands), scale,
 //    cast, the unary gradients, dropout and dropout_grad (counter-based:
-//    the mask is a function of the element's index), with f32/f64 results.
+//    the mask is a function of the element's index), with f32/f64 results
+//    or bf16/f16 ones (16-bit storage: loaded as f32, computed in f32 and
+//    rounded to nearest even when stored; values inside a kernel stay f32),
+//    except casts of parameters (mixed precision's 16-bit parameter copies,
+//    which the memory plan counts as parameters).
 //    Dropout of a split value stays unfused (its global index needs the
 //    value's place in the mesh, which a kernel body does not carry).
 //  - Column sums: `reduce_sum` over every dim but the last (a bias gradient)
 //    of a group member's result joins that group as an epilogue (the kernel
 //    sums the columns while it writes the rows); no member may read a sum.
 //  - Row ops: softmax, softmax_grad, layer_norm, rms_norm, layer_norm_grad
-//    and rms_norm_grad over f32/f64 rows of at most kMaxFusedRow elements,
+//    and rms_norm_grad over f32/f64/bf16/f16 rows of at most kMaxFusedRow
+//    elements,
 //    with the norms' weight and bias read from outside. The domain is the
 //    op's input shape; elementwise producers of its row operands join as a
 //    prologue (residual add + layer norm, scale + mask + softmax) and

@@ -5,6 +5,7 @@
 #include "codegen/Renderer.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/HostCompiler.h"
+#include "runtime/kernels/Float16.h"
 #include "runtime/kernels/Parallel.h"
 
 #include <dlfcn.h>
@@ -82,15 +83,19 @@ void runWithColumnSums(const codegen::KernelPlan &p, const LoadedKernel &k,
       });
   for (size_t s = 0; s < nSums; ++s) {
     void *dst = results[p.sums[s].store];
-    bool f32 = p.body->type(p.stores[p.sums[s].store]).dtype == DType::F32;
+    DType dt = p.body->type(p.stores[p.sums[s].store]).dtype;
     for (int64_t c = 0; c < cols; ++c) {
       double acc = 0;
       for (int64_t b = 0; b < blocks; ++b)
         acc += part(s, b)[c];
-      if (f32)
-        static_cast<float *>(dst)[c] = float(acc);
-      else
+      if (dt == DType::F64)
         static_cast<double *>(dst)[c] = acc;
+      else if (dt == DType::F32)
+        static_cast<float *>(dst)[c] = float(acc);
+      else // bf16 / f16: via f32, as the unfused kernel rounds its f32 sum
+        static_cast<uint16_t *>(dst)[c] =
+            dt == DType::BF16 ? kernels::floatToBf16(float(acc))
+                              : kernels::floatToHalf(float(acc));
     }
   }
 }
