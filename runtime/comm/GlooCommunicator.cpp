@@ -10,12 +10,14 @@
 // receives 2 (size-1)/size of the buffer); a small all-reduce is one
 // allgather of whole buffers and the same ordered reduction on every rank.
 // Either way every element is ((x_0 + x_1) + x_2) + ... in rank order, on
-// every rank and in every run.
+// every rank and in every run. bf16 / f16 elements are added in f32 and
+// rounded once (reduceBlocks16).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/comm/GlooCommunicator.h"
 
 #include "runtime/comm/TcpStore.h"
+#include "runtime/kernels/Float16.h"
 
 #include <gloo/allgather.h>
 #include <gloo/alltoall.h>
@@ -64,17 +66,42 @@ void reduceBlocks(const T *blocks, int64_t n, int64_t count, T *out,
   }
 }
 
+/// bf16 / f16 blocks: each element widened to f32, reduced in f32 in block
+/// order, rounded to 16 bits (nearest even) once, at the end, as NCCL
+/// reduces bf16 (and as CollectiveKernels reduces 16-bit values through
+/// f32 buffers): the result is the CPU device's bit for bit, while the
+/// transport moves 16-bit values.
+void reduceBlocks16(const uint16_t *blocks, int64_t n, int64_t count,
+                    uint16_t *out, ReduceOp op, DType dt) {
+  auto widen = [&](uint16_t h) {
+    return dt == DType::BF16 ? kernels::bf16ToFloat(h)
+                             : kernels::halfToFloat(h);
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    float acc = widen(blocks[i]);
+    for (int64_t j = 1; j < n; ++j) {
+      float x = widen(blocks[j * count + i]);
+      acc = op == ReduceOp::Sum ? acc + x : std::max(acc, x);
+    }
+    out[i] = dt == DType::BF16 ? kernels::floatToBf16(acc)
+                               : kernels::floatToHalf(acc);
+  }
+}
+
 /// out[count] = reduction of the n blocks of `blocks`, in block order.
 llvm::Error reduceInOrder(const void *blocks, int64_t n, int64_t count,
                           void *out, DType dt, ReduceOp op) {
-  if (dt == DType::F32)
+  if (dt == DType::BF16 || dt == DType::F16)
+    reduceBlocks16(static_cast<const uint16_t *>(blocks), n, count,
+                   static_cast<uint16_t *>(out), op, dt);
+  else if (dt == DType::F32)
     reduceBlocks(static_cast<const float *>(blocks), n, count,
                  static_cast<float *>(out), op);
   else if (dt == DType::F64)
     reduceBlocks(static_cast<const double *>(blocks), n, count,
                  static_cast<double *>(out), op);
   else
-    return err("reductions take f32 or f64, got " + dtypeName(dt));
+    return err("reductions take f32, f64, bf16 or f16, got " + dtypeName(dt));
   return llvm::Error::success();
 }
 
@@ -343,9 +370,9 @@ public:
     for (size_t i = 0; i < ranks.size(); ++i)
       name += (i ? "," : "") + std::to_string(ranks[i]);
     name += ")";
-    auto c = connectGlooGroup(rdv_,
-                              "group/" + key + "/" + std::to_string(ranks[0]),
-                              me, int64_t(ranks.size()), name);
+    auto c =
+        connectGlooGroup(rdv_, "group/" + key + "/" + std::to_string(ranks[0]),
+                         me, int64_t(ranks.size()), name);
     if (!c)
       return c.takeError();
     Communicator *p = c->get();
@@ -433,8 +460,8 @@ connectGlooGroup(std::shared_ptr<GlooRendezvous> rendezvous,
                  const std::string &prefix, int64_t rank, int64_t size,
                  const std::string &name) {
   try {
-    auto ctx = std::make_shared<gloo::rendezvous::Context>(int(rank),
-                                                           int(size));
+    auto ctx =
+        std::make_shared<gloo::rendezvous::Context>(int(rank), int(size));
     ctx->setTimeout(rendezvous->timeout());
     gloo::rendezvous::PrefixStore store(prefix, rendezvous->store());
     ctx->connectFullMesh(store, rendezvous->device());

@@ -14,6 +14,7 @@
 #include "runtime/comm/CollectiveKernels.h"
 #include "runtime/comm/GlooCommunicator.h"
 #include "runtime/comm/TcpStore.h"
+#include "runtime/kernels/Float16.h"
 
 #include <gtest/gtest.h>
 
@@ -335,6 +336,69 @@ TEST(Communicator, SendRecvAndReductionsOfIntegersFail) {
     return llvm::Error::success();
   }));
   EXPECT_EQ(got, (std::vector<double>{1.5, 2.5, -3.0}));
+}
+
+// bf16 / f16 reductions move 16-bit values and add them in f32 in rank
+// order, rounding once (NCCL's bf16 semantics; CollectiveKernels' f32
+// path gives the same bits): bit for bit the left fold of the widened
+// values, rounded. All-reduce below and above the one-round size (64 KiB),
+// max, and reduce-scatter, over 4 ranks.
+TEST(Communicator, Float16ReductionsAddInF32AndRoundOnce) {
+  Mesh mesh = makeMesh({{"tp", 4}});
+  for (DType dt : {DType::BF16, DType::F16}) {
+    auto widen = [&](uint16_t h) {
+      return dt == DType::BF16 ? kernels::bf16ToFloat(h)
+                               : kernels::halfToFloat(h);
+    };
+    auto narrow = [&](float f) {
+      return dt == DType::BF16 ? kernels::floatToBf16(f)
+                               : kernels::floatToHalf(f);
+    };
+    for (int64_t count : {int64_t(100), int64_t(20000)}) {
+      std::vector<std::vector<uint16_t>> in(4, std::vector<uint16_t>(count));
+      std::mt19937 rng{unsigned(count)};
+      std::uniform_real_distribution<float> u(-3, 3);
+      for (auto &v : in)
+        for (uint16_t &h : v)
+          h = narrow(u(rng));
+      std::vector<uint16_t> sum(count), max(count);
+      for (int64_t i = 0; i < count; ++i) {
+        float s = widen(in[0][i]), m = s;
+        for (int r = 1; r < 4; ++r) {
+          s += widen(in[r][i]);
+          m = std::max(m, widen(in[r][i]));
+        }
+        sum[i] = narrow(s);
+        max[i] = narrow(m);
+      }
+      std::vector<std::vector<uint16_t>> gotSum = in, gotMax = in,
+                                         gotScatter(4);
+      auto rdv = GlooRendezvous::inProcess(30s);
+      expectAllOk(onRanks(4, [&](int64_t r) -> llvm::Error {
+        auto comms = createGlooCommunicators(mesh, r, rdv);
+        auto c = comms->group({"tp"});
+        if (!c)
+          return c.takeError();
+        if (auto e =
+                (*c)->allReduce(gotSum[r].data(), count, dt, ReduceOp::Sum))
+          return e;
+        if (auto e =
+                (*c)->allReduce(gotMax[r].data(), count, dt, ReduceOp::Max))
+          return e;
+        gotScatter[r].resize(count / 4);
+        return (*c)->reduceScatter(in[r].data(), gotScatter[r].data(),
+                                   count / 4, dt, ReduceOp::Sum);
+      }));
+      for (int r = 0; r < 4; ++r) {
+        EXPECT_EQ(gotSum[r], sum) << dtypeName(dt).str() << " " << count;
+        EXPECT_EQ(gotMax[r], max) << dtypeName(dt).str() << " " << count;
+        EXPECT_EQ(gotScatter[r],
+                  std::vector<uint16_t>(sum.begin() + r * (count / 4),
+                                        sum.begin() + (r + 1) * (count / 4)))
+            << dtypeName(dt).str() << " " << count;
+      }
+    }
+  }
 }
 
 // A rank that fails closes its connections: peers blocked in a collective
