@@ -69,8 +69,16 @@ public:
   std::map<const Node *, Widened> widened;
 };
 
-/// A plan of `body` the CUDA backend runs: an anchor matmul must be f32 or
-/// f64 (the GEMM's types).
+/// Whether cuBLASLt runs a matmul of these types: f32 or f64, or 16-bit
+/// inputs (f32 compute) to a result of their type or f32.
+bool gemmTypes(DType ab, DType c) {
+  if (ab == DType::F32 || ab == DType::F64)
+    return c == ab;
+  return cuda::isFloat16(ab) && (c == ab || c == DType::F32);
+}
+
+/// A plan of `body` the CUDA backend runs: an anchor matmul must be of the
+/// GEMM's types (gemmTypes).
 std::optional<codegen::KernelPlan> cudaPlan(const Graph &body) {
   auto plan = codegen::planKernel(body);
   if (!plan) {
@@ -78,8 +86,10 @@ std::optional<codegen::KernelPlan> cudaPlan(const Graph &body) {
     return std::nullopt;
   }
   if (plan->anchor >= 0) {
-    DType dt = body.type(body.node(plan->anchor).results[0]).dtype;
-    if (dt != DType::F32 && dt != DType::F64)
+    const Node &mm = body.node(plan->anchor);
+    DType ab = body.type(mm.operands[0]).dtype;
+    if (body.type(mm.operands[1]).dtype != ab ||
+        !gemmTypes(ab, body.type(mm.results[0]).dtype))
       return std::nullopt;
   }
   return std::move(*plan);
@@ -176,7 +186,7 @@ struct WidenedKernel {
   bool native = false; // the plan loads and stores the 16-bit buffers
 };
 /// Whether 16-bit elementwise ops use the renderer's 16-bit loads/stores.
-constexpr bool kNative16 = false;
+constexpr bool kNative16 = true;
 
 static std::optional<WidenedKernel>
 widenedKernel(const Graph &g, const Node &node, const std::string &name) {
@@ -196,10 +206,11 @@ widenedKernel(const Graph &g, const Node &node, const std::string &name) {
   if (!plan)
     return std::nullopt;
   k.plan = std::move(*plan);
-  // An elementwise kernel could read and write the 16-bit buffers itself
-  // (the renderer's 16-bit loads and stores); off: CudaGemmTest's bf16
-  // program differs from the CPU that way (a bug not yet found), so these
-  // run on f32 copies too.
+  // An elementwise kernel reads and writes the 16-bit buffers itself (the
+  // renderer's 16-bit loads and stores, f32 in registers); row kernels,
+  // column sums and anchors run on f32 copies. (It was off while the
+  // renderer declared a widened load's variable with the 16-bit storage
+  // type, truncating the f32 value to an integer.)
   codegen::KernelPlan &p = k.plan;
   if (!kNative16 || p.isRowKernel() || !p.sums.empty() || p.anchor >= 0)
     return k;
@@ -212,14 +223,6 @@ widenedKernel(const Graph &g, const Node &node, const std::string &name) {
       p.storage16.push_back({p.stores[r], dt});
   k.native = true;
   return k;
-}
-
-/// Whether cuBLASLt runs a matmul of these types: f32 or f64, or 16-bit
-/// inputs (f32 compute) to a result of their type or f32.
-static bool gemmTypes(DType ab, DType c) {
-  if (ab == DType::F32 || ab == DType::F64)
-    return c == ab;
-  return cuda::isFloat16(ab) && (c == ab || c == DType::F32);
 }
 
 /// What running `g` takes beyond its buffers: the largest f32 copies of a
