@@ -2,7 +2,6 @@
 #include "perf/Estimate.h"
 
 #include "ir/Op.h"
-#include "passes/pipeline/GradReduction.h"
 #include "perf/GradBuckets.h"
 #include "perf/OpTime.h"
 
@@ -49,12 +48,20 @@ public:
   /// phase; its tensors keep their dtype under bf16: an fp32 optimizer).
   /// `buckets`: the dp gradient buckets issued in this program: after
   /// their node in a backward program, first in the optimizer's (which
-  /// then waits for every bucket).
+  /// then waits for every bucket). `gathers`: the rank's parameter gather
+  /// buckets; a forward program of chunk `chunk` issues them all first if
+  /// `issueGathers`, and waits for each before the node that reads it
+  /// first.
   SimProgram lower(const Graph &g, bool optimizer, bool half,
                    llvm::ArrayRef<GradBucket> buckets = {},
-                   int64_t microbatches = 1) {
+                   int64_t microbatches = 1,
+                   llvm::ArrayRef<GatherBucket> gathers = {},
+                   int64_t chunk = -1, bool issueGathers = false) {
     SimProgram out;
     half = half && !optimizer;
+    if (issueGathers)
+      for (const GatherBucket &b : gathers)
+        out.ops.push_back(gather(b, out));
     if (optimizer) {
       for (const GradBucket &b : buckets)
         if (b.chunk < 0)
@@ -70,6 +77,12 @@ public:
           out.ops.push_back(bucket(b, microbatches, out));
     };
     for (size_t i = 0; i < g.nodes().size(); ++i) {
+      for (size_t k = 0; k < gathers.size(); ++k)
+        if (gathers[k].chunk == chunk && gathers[k].node == i) {
+          SimOp wait{SimOp::Join, Phase::CommDp};
+          wait.tag = int64_t(k);
+          out.ops.push_back(wait);
+        }
       lowerNode(g, g.nodes()[i], optimizer, half, out);
       issue(i);
     }
@@ -132,6 +145,24 @@ private:
                                       link, hw_, algorithm_);
     op.bytes = int64_t(b.bytes);
     op.label = label(p, "dp gradient bucket");
+    return op;
+  }
+
+  /// A bucket of parameter all_gathers over dp on the rank's second
+  /// stream (the gathered fp32 parameters).
+  SimOp gather(const GatherBucket &b, SimProgram &p) {
+    GroupPlacement place =
+        placeGroup(mesh_, {"dp"}, device_, hw_.devices_per_node());
+    LinkModel link = groupLink(hw_, place);
+    SimOp op{SimOp::Async, Phase::CommDp};
+    double bytes = 0;
+    for (double full : b.gatherBytes) {
+      op.seconds += collectiveSeconds(OpKind::AllGather, full, place.size,
+                                      link, hw_, algorithm_);
+      bytes += full;
+    }
+    op.bytes = int64_t(bytes);
+    op.label = label(p, "dp parameter gather bucket");
     return op;
   }
 
@@ -208,23 +239,39 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   for (size_t r = 0; r < p.optimizers.size(); ++r)
     buckets[r] =
         gradientBuckets(p, int64_t(r), dp, options.gradientBucketBytes);
+  // ZeRO-1's parameter gathers as the runtime overlaps them with the next
+  // step's forward (GradBuckets.h), issued by the rank's first forward.
+  std::vector<std::vector<GatherBucket>> gathers(p.optimizers.size());
+  for (size_t r = 0; r < p.optimizers.size(); ++r)
+    gathers[r] = parameterGatherBuckets(p, int64_t(r),
+                                        options.gradientBucketBytes);
+  auto firstChunk = [&](int64_t rank) -> int64_t {
+    if (size_t(rank) < p.schedule.ranks.size())
+      for (const Instr &in : p.schedule.ranks[size_t(rank)])
+        if (in.kind == Instr::Forward)
+          return in.chunk;
+    return -1;
+  };
   int64_t m = p.schedule.microbatches;
   for (const PipelineStage &st : p.stages) {
     ProgramLowering lower(hw, ops, mesh, st.rank, options.algorithm);
     std::vector<GradBucket> mine;
-    if (size_t(st.rank) < buckets.size())
+    llvm::ArrayRef<GatherBucket> rankGathers;
+    if (size_t(st.rank) < buckets.size()) {
       for (const GradBucket &b : buckets[size_t(st.rank)])
         if (b.chunk == st.chunk)
           mine.push_back(b);
-    sim.forward.push_back(lower.lower(st.forward, false, half));
+      rankGathers = gathers[size_t(st.rank)];
+    }
+    sim.forward.push_back(lower.lower(st.forward, false, half, {}, 1,
+                                      rankGathers, st.chunk,
+                                      st.chunk == firstChunk(st.rank)));
     sim.backward.push_back(lower.lower(st.backward, false, half, mine, m));
   }
   for (size_t r = 0; r < p.optimizers.size(); ++r) {
     ProgramLowering lower(hw, ops, mesh, int64_t(r), options.algorithm);
-    // ZeRO-1's parameter gathers after the update (their overlap with the
-    // next forward is not modelled yet).
-    sim.optimizer.push_back(lower.lower(withParameterGathers(p.optimizers[r]),
-                                        true, half, buckets[r], m));
+    sim.optimizer.push_back(
+        lower.lower(p.optimizers[r], true, half, buckets[r], m));
   }
   if (sim.forward.size() != size_t(p.schedule.numStages()) ||
       sim.optimizer.size() != size_t(p.schedule.pp))

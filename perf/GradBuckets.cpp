@@ -128,4 +128,73 @@ std::vector<GradBucket> gradientBuckets(const PipelinePlan &plan, int64_t rank,
   return out;
 }
 
+std::vector<GatherBucket> parameterGatherBuckets(const PipelinePlan &plan,
+                                                 int64_t rank,
+                                                 int64_t bucketBytes) {
+  std::vector<GatherBucket> out;
+  if (rank < 0 || size_t(rank) >= plan.optimizers.size() ||
+      size_t(rank) >= plan.optimizerBindings.size())
+    return out;
+  const Graph &opt = plan.optimizers[rank];
+  const ProgramBindings &ob = plan.optimizerBindings[rank];
+  struct Gathered {
+    std::string name;
+    double bytes = 0;
+    Ready read;
+  };
+  std::vector<Gathered> members;
+  for (size_t o = 0; o < ob.outputs.size() && o < opt.outputs().size(); ++o)
+    if (ob.outputs[o].role == Role::NewParameter && gatheredDim(opt, o) >= 0)
+      members.push_back(
+          {ob.outputs[o].name,
+           double(opt.type(opt.outputs()[o]).bytes()) *
+               double(opt.mesh ? opt.mesh->axisSize("dp") : 1),
+           {}});
+  if (members.empty())
+    return out;
+  llvm::StringMap<size_t> index;
+  for (size_t i = 0; i < members.size(); ++i)
+    index[members[i].name] = i;
+  // Each chunk's first forward in the rank's stream.
+  const std::vector<Instr> &stream = plan.schedule.ranks[size_t(rank)];
+  for (const PipelineStage &st : plan.stages) {
+    if (st.rank != rank)
+      continue;
+    int64_t first = -1;
+    for (size_t i = 0; i < stream.size() && first < 0; ++i)
+      if (stream[i].kind == Instr::Forward && stream[i].chunk == st.chunk)
+        first = int64_t(i);
+    if (first < 0)
+      continue;
+    const Graph &f = st.forward;
+    const ProgramBindings &fb = st.forwardBindings;
+    for (size_t i = 0; i < fb.inputs.size() && i < f.inputs().size(); ++i) {
+      auto it = index.find(fb.inputs[i].name);
+      if (fb.inputs[i].role != Role::Parameter || it == index.end())
+        continue;
+      for (size_t n = 0; n < f.nodes().size(); ++n)
+        if (llvm::is_contained(f.node(n).operands, f.inputs()[i])) {
+          Ready at{first, st.chunk, n};
+          if (at < members[it->second].read)
+            members[it->second].read = at;
+          break;
+        }
+    }
+  }
+  // By first read; ties in the optimizer's output order (the runtime's).
+  llvm::stable_sort(members, [](const Gathered &a, const Gathered &b) {
+    return a.read < b.read;
+  });
+  double open = 0;
+  for (const Gathered &m : members) {
+    if (out.empty() || open >= double(bucketBytes)) {
+      out.push_back({m.read.chunk, m.read.node, {}});
+      open = 0;
+    }
+    out.back().gatherBytes.push_back(m.bytes);
+    open += m.bytes;
+  }
+  return out;
+}
+
 } // namespace strata

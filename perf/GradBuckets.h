@@ -20,6 +20,9 @@
 //     program of the rank runs a dp collective itself: then every bucket is
 //     issued after the backward. The optimizer waits for all of them.
 //
+// And ZeRO-1's parameter all-gathers, overlapped with the next step's
+// forward (GatherBucket below).
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -47,5 +50,25 @@ struct GradBucket {
 /// is reduced.
 std::vector<GradBucket> gradientBuckets(const PipelinePlan &plan, int64_t rank,
                                         int64_t dp, int64_t bucketBytes);
+
+/// One bucket of ZeRO-1's parameter all-gathers, as runtime/parallel/
+/// ParamGatherer.h makes them: the optimizer's dp-shard outputs by where
+/// the step's forwards first read them (per chunk, the first node of its
+/// first forward program), cut into buckets of about `bucketBytes` of
+/// gathered bytes. All are issued on the rank's second stream as the
+/// step's first forward starts; node `node` of chunk `chunk`'s first
+/// forward waits for the bucket (chunk -1: nothing reads it).
+struct GatherBucket {
+  int64_t chunk = -1;
+  size_t node = 0;
+  /// The gathered (full) bytes of each parameter.
+  std::vector<double> gatherBytes;
+};
+
+/// The gather buckets of pipeline rank `rank` of `plan`, in issue order;
+/// empty without a distributed optimizer.
+std::vector<GatherBucket> parameterGatherBuckets(const PipelinePlan &plan,
+                                                 int64_t rank,
+                                                 int64_t bucketBytes);
 
 } // namespace strata

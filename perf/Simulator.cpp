@@ -4,6 +4,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <tuple>
 
@@ -40,17 +41,25 @@ public:
     ranks_.resize(p);
     state_.resize(p);
     barrier_.resize(p, -1);
-    // Each chunk's last backward per rank: where Async ops run.
+    // Each chunk's first forward and last backward per rank: where Async
+    // and Join ops of F and B programs run.
+    firstForward_.resize(p);
     lastBackward_.resize(p);
+    asyncEnds_.resize(p);
     for (size_t r = 0; r < p; ++r)
-      for (size_t i = 0; i < stream(r).size(); ++i)
-        if (stream(r)[i].kind == Instr::Backward) {
-          std::vector<size_t> &last = lastBackward_[r];
-          size_t c = size_t(stream(r)[i].chunk);
-          if (c >= last.size())
-            last.resize(c + 1, 0);
-          last[c] = i;
+      for (size_t i = 0; i < stream(r).size(); ++i) {
+        const Instr &in = stream(r)[i];
+        size_t c = size_t(in.chunk);
+        if (in.kind == Instr::Backward) {
+          if (c >= lastBackward_[r].size())
+            lastBackward_[r].resize(c + 1, 0);
+          lastBackward_[r][c] = i;
+        } else if (in.kind == Instr::Forward) {
+          if (c >= firstForward_[r].size())
+            firstForward_[r].resize(c + 1, SIZE_MAX);
+          firstForward_[r][c] = std::min(firstForward_[r][c], i);
         }
+      }
   }
 
   llvm::Expected<SimResult> run() {
@@ -145,21 +154,27 @@ private:
           break;
         }
         case SimOp::Async:
-          if (in.kind == Instr::Backward &&
-              lastBackward_[r][size_t(in.chunk)] != s.instr)
+          if (!runsHere(r, in))
             break;
           start = std::max(s.clock, s.second);
           s.second = start + op.seconds;
+          asyncEnds_[r].push_back(s.second);
           if (op.label >= 0)
             event(r, prog.labels[size_t(op.label)], "collective", start,
                   s.second, op.bytes, 1);
           ++s.op;
           moved = true;
           continue;
-        case SimOp::Join:
-          if (s.second > s.clock)
-            spend(r, op.phase, s.second - s.clock, false);
+        case SimOp::Join: {
+          if (!runsHere(r, in))
+            break;
+          double until = s.second;
+          if (op.tag >= 0 && size_t(op.tag) < asyncEnds_[r].size())
+            until = asyncEnds_[r][size_t(op.tag)];
+          if (until > s.clock)
+            spend(r, op.phase, until - s.clock, false);
           break;
+        }
         case SimOp::Barrier:
           if (barrier_[r] < 0) {
             barrier_[r] = s.clock;
@@ -190,6 +205,18 @@ private:
       moved = true;
     }
     return moved;
+  }
+
+  /// Whether an Async or Join op of `in`'s program runs in this instance:
+  /// in B only the chunk's last backward of the step, in F its first
+  /// forward.
+  bool runsHere(size_t r, const Instr &in) const {
+    size_t c = size_t(in.chunk);
+    if (in.kind == Instr::Backward)
+      return lastBackward_[r][c] == state_[r].instr;
+    if (in.kind == Instr::Forward)
+      return firstForward_[r][c] == state_[r].instr;
+    return true;
   }
 
   /// When every rank waits at its next barrier (rank r the last to
@@ -239,7 +266,9 @@ private:
   std::vector<RankTime> ranks_;
   std::vector<State> state_;
   std::vector<double> barrier_; // arrival at the next barrier, -1: none
+  std::vector<std::vector<size_t>> firstForward_; // [rank][chunk]: instr
   std::vector<std::vector<size_t>> lastBackward_; // [rank][chunk]: instr
+  std::vector<std::vector<double>> asyncEnds_;    // [rank][k]: k-th Async
   std::map<MessageKey, Message> messages_;
   std::vector<SimEvent> events_;
 };

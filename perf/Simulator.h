@@ -16,13 +16,17 @@
 //   Barrier  a collective over pp (the optimizer's global gradient norm):
 //            the k-th barrier of every rank starts when the last rank
 //            reaches it and takes `seconds`.
-//   Async    work on the rank's second stream (the dp gradient reduction's,
-//            perf/GradBuckets.h): it starts when both the rank's clock and
-//            that stream's previous work are there, and the rank goes on at
-//            once. In a B program it runs only in the last microbatch of
-//            that chunk (the runtime issues a bucket then).
-//   Join     the rank waits for its second stream; the wait is exposed
-//            (its phase, comm_dp).
+//   Async    work on the rank's second stream (the dp gradient reduction's
+//            and ZeRO-1's parameter gathers, perf/GradBuckets.h): it starts
+//            when both the rank's clock and that stream's previous work are
+//            there, and the rank goes on at once. In a B program it runs
+//            only in the last microbatch of that chunk (the runtime issues a
+//            bucket then), in an F program only in the first (the gathers
+//            are issued as the step's first forward starts).
+//   Join     the rank waits for its second stream, or with `tag` k >= 0 for
+//            the step's k-th Async op only (a gather bucket its next node
+//            reads); the wait is exposed (its phase, comm_dp). In F and B
+//            programs it runs where their Async ops do.
 //
 // Ranks advance in turns until each is blocked or done; a round with no
 // progress and unfinished ranks is a deadlock, reported with each rank's
@@ -62,7 +66,8 @@ struct SimOp {
   Phase phase = Phase::Compute;
   /// Work, Barrier and Async: duration; Send: the message's transfer time.
   double seconds = 0;
-  /// Send / Recv: the peer's pipeline rank and the message tag.
+  /// Send / Recv: the peer's pipeline rank and the message tag; Join: the
+  /// Async op waited for (-1: all).
   int64_t peer = -1, tag = -1;
   /// Index into SimProgram::labels of a traced op (a collective or
   /// message), or -1.

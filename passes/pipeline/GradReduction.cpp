@@ -111,23 +111,6 @@ Graph parameterGathers(const Graph &opt) {
   return g;
 }
 
-Graph withParameterGathers(const Graph &opt) {
-  Graph g = emptyLike(opt);
-  g.name = opt.name;
-  GraphCopier c(opt, g);
-  for (ValueId v : opt.inputs())
-    c.addInput(v);
-  for (size_t i = 0; i < opt.nodes().size(); ++i)
-    c.copyNode(int32_t(i));
-  std::vector<ValueId> outs;
-  for (size_t o = 0; o < opt.outputs().size(); ++o) {
-    ValueId v = c.mapped(opt.outputs()[o]);
-    outs.push_back(gatheredDim(opt, o) < 0 ? v : addGather(g, opt, o, v));
-  }
-  g.setOutputs(outs);
-  return g;
-}
-
 Graph gradientReductions(const Graph &opt) {
   Graph g = emptyLike(opt);
   g.name = opt.name + "_gradient_reductions";

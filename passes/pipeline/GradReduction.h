@@ -34,11 +34,6 @@ int64_t gatheredDim(const Graph &opt, size_t o);
 /// shard to the parameter's layout. Empty when nothing is gathered.
 Graph parameterGathers(const Graph &opt);
 
-/// `opt` with those gathers after it: each gathered output is replaced by
-/// its gather's result. The program as it would run if the gathers were not
-/// overlapped (what `estimate` costs).
-Graph withParameterGathers(const Graph &opt);
-
 /// The node index after which output `out` of a backward program `g` is
 /// written for good (when a dp bucket holding it may be reduced): its
 /// defining node, or the program's end when the output is a view, an input,

@@ -4,8 +4,9 @@
 // stages: an unbalanced layer cut is slower than the balanced one, every
 // rank's phases sum to the step time, full recomputation shows as
 // recompute time about one forward of the blocks, MFU is model FLOPs
-// over the step's capacity, and the dp gradient buckets hold every
-// parameter once, in the order the backward finishes them.
+// over the step's capacity, the dp gradient buckets hold every
+// parameter once, in the order the backward finishes them, and ZeRO-1's
+// gather buckets every parameter once, in the order the forward reads them.
 //
 //===----------------------------------------------------------------------===//
 #include "perf/Estimate.h"
@@ -152,6 +153,46 @@ TEST(EstimateTest, GradientBucketsHoldEveryParameterOnce) {
     }
     EXPECT_EQ(sum, padded);
     EXPECT_LT(many.front().node, many.back().node) << "some overlap";
+  }
+}
+
+TEST(EstimateTest, ParameterGathersFollowTheForwardsReads) {
+  // dp 2 with ZeRO-1: every parameter is gathered once, full size, in
+  // buckets ordered by where the first forward reads them; without the
+  // distributed optimizer nothing is gathered.
+  ModelConfig c = tinyGpt();
+  Graph model = buildModelGraph(c);
+  double params = 0;
+  int64_t count = 0;
+  for (ValueId v : model.inputs())
+    if (model.type(v).dtype == DType::F32)
+      params += double(model.type(v).bytes()), ++count;
+  for (bool zero1 : {false, true}) {
+    ParallelCompileOptions o;
+    o.dp = 2;
+    o.microbatches = 2;
+    o.distributedOptimizer = zero1;
+    auto compiled = compilePipeline(buildModelGraph(c), o);
+    ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+    std::vector<GatherBucket> b =
+        parameterGatherBuckets(compiled->pipeline, 0, 64 << 10);
+    if (!zero1) {
+      EXPECT_TRUE(b.empty());
+      continue;
+    }
+    ASSERT_GT(b.size(), 3u);
+    double sum = 0;
+    int64_t members = 0;
+    for (size_t i = 0; i < b.size(); ++i) {
+      for (double x : b[i].gatherBytes)
+        sum += x, ++members;
+      EXPECT_EQ(b[i].chunk, 0);
+      if (i > 0)
+        EXPECT_LE(b[i - 1].node, b[i].node);
+    }
+    EXPECT_EQ(sum, params);
+    EXPECT_EQ(members, count);
+    EXPECT_LT(b.front().node, b.back().node) << "read along the forward";
   }
 }
 

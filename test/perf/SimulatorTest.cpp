@@ -4,8 +4,9 @@
 // send: the bubble of 1F1B is the textbook (p-1)/m and of the interleaved
 // schedule (p-1)/(v*m) (Narayanan et al. 2021, sec. 2.2), an unbalanced cut
 // makes the heaviest rank the step, a transfer delays its receiver, the
-// optimizer's pp collective waits for the last rank, and work on the second
-// stream overlaps until the optimizer joins it.
+// optimizer's pp collective waits for the last rank, work on the second
+// stream overlaps until the optimizer joins it, and gathers issued by the
+// first forward are waited for by their first reader only.
 //
 //===----------------------------------------------------------------------===//
 #include "perf/Simulator.h"
@@ -172,6 +173,30 @@ TEST(SimulatorTest, AsyncWorkOverlapsAndTheJoinExposesTheRest) {
     double exposed = std::max(0.0, 11 + reduce - 12);
     EXPECT_DOUBLE_EQ(r->ranks[0].phase[size_t(Phase::CommDp)], exposed);
     EXPECT_DOUBLE_EQ(r->stepTime, 12 + exposed + 1);
+  }
+}
+
+TEST(SimulatorTest, GathersOverlapTheFirstForwardUpToTheirReader) {
+  // One rank, 2 microbatches (F = 3 of which 1 before the reader of gather
+  // bucket 1; B = 2). The first F issues two gathers of g0 and g1 seconds
+  // on the second stream at 0 and waits for bucket 0 at its start and for
+  // bucket 1 after 1 second of work: g0 is exposed, then bucket 1 ends at
+  // g0 + g1 and its wait exposes max(0, g0 + g1 - (g0 + 1)). The second F
+  // neither issues nor waits.
+  for (double g1 : {0.5, 4.0}) {
+    const double g0 = 0.25;
+    SimPlan plan = chain({ScheduleKind::OneFOneB, 1}, 1, 2, {0}, {2});
+    SimOp a0 = work(g0, Phase::CommDp), a1 = work(g1, Phase::CommDp);
+    a0.kind = a1.kind = SimOp::Async;
+    SimOp w0 = work(0, Phase::CommDp), w1 = w0;
+    w0.kind = w1.kind = SimOp::Join;
+    w0.tag = 0, w1.tag = 1;
+    plan.forward[0].ops = {a0, a1, w0, work(1), w1, work(2)};
+    auto r = simulatePlan(plan, true);
+    ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+    double exposed = g0 + std::max(0.0, g1 - 1);
+    EXPECT_DOUBLE_EQ(r->ranks[0].phase[size_t(Phase::CommDp)], exposed);
+    EXPECT_DOUBLE_EQ(r->stepTime, exposed + 2 * 3 + 2 * 2);
   }
 }
 
