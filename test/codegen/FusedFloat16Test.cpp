@@ -38,7 +38,6 @@
 #include "passes/precision/MixedPrecision.h"
 #include "runtime/cpu/CpuDevice.h"
 #include "runtime/cpu/FusedKernels.h"
-#include "runtime/train/ParamInit.h"
 #include "test/codegen/RunOnCpu.h"
 
 #include <cmath>
@@ -225,18 +224,8 @@ TEST_P(Fused16Model, LossAndGradsMatchUnfused) {
   ASSERT_TRUE(fuseGraph(fused));
   test::fusedPlans(fused); // fails the test on a body without a plan
   std::mt19937 rng(7);
-  std::vector<HostTensor> inputs;
-  for (ValueId v : plain.inputs()) {
-    const Value &val = plain.value(v);
-    if (val.isParam()) {
-      auto t = initParam(plain, v, /*seed=*/1337);
-      ASSERT_TRUE(bool(t)) << toString(t.takeError());
-      inputs.push_back(std::move(*t));
-    } else { // tokens, labels
-      inputs.push_back(test::randomTensor(val.type, rng, 0, 0,
-                                          val.attrs.getInt("vocab", 2)));
-    }
-  }
+  std::vector<HostTensor> inputs = test::modelInputs(plain, rng);
+  ASSERT_FALSE(inputs.empty());
   LaunchContext ctx;
   ctx.seed = 1337;
   ctx.step = 3;

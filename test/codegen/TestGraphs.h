@@ -6,6 +6,7 @@
 #include "passes/autodiff/Autodiff.h"
 #include "passes/fusion/Fusion.h"
 #include "runtime/HostTensor.h"
+#include "runtime/train/ParamInit.h"
 
 #include <gtest/gtest.h>
 
@@ -108,6 +109,28 @@ inline HostTensor randomTensor(const TensorType &type, std::mt19937 &rng,
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.set(i, isFloat(type.dtype) ? real(rng) : double(integer(rng)));
   return t;
+}
+
+/// The inputs of a model's microbatch graph `g`: its parameters as
+/// training initializes them (seed 1337), token ids and labels drawn from
+/// `rng` below their vocab. An error fails the test.
+inline std::vector<HostTensor> modelInputs(const Graph &g, std::mt19937 &rng) {
+  std::vector<HostTensor> inputs;
+  for (ValueId v : g.inputs()) {
+    const Value &val = g.value(v);
+    if (val.isParam()) {
+      auto t = initParam(g, v, /*seed=*/1337);
+      if (!t) {
+        ADD_FAILURE() << toString(t.takeError());
+        return {};
+      }
+      inputs.push_back(std::move(*t));
+    } else { // tokens, labels
+      inputs.push_back(
+          randomTensor(val.type, rng, 0, 0, val.attrs.getInt("vocab", 2)));
+    }
+  }
+  return inputs;
 }
 
 /// The kernel plans of `g`'s fused nodes, in node order; a node without a
