@@ -329,6 +329,32 @@ Graph addChainGraph(int64_t elements, int count) {
   return g;
 }
 
+llvm::Expected<double> measureGemms(
+    const CalibrationGrid &grid, bool half, pb::Accelerator &a,
+    llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)>
+        seconds) {
+  double best = 0;
+  const bool variants[3][2] = {{false, false}, {true, false}, {false, true}};
+  for (auto &tt : variants)
+    for (int64_t m : grid.rows)
+      for (int64_t n : grid.cols)
+        for (int64_t k : grid.cols) {
+          double flops = 2.0 * double(m) * double(n) * double(k);
+          if (flops > grid.maxGemmFlops)
+            continue;
+          pb::GemmSample g;
+          g.set_m(m), g.set_n(n), g.set_k(k), g.set_half(half);
+          g.set_transpose_a(tt[0]), g.set_transpose_b(tt[1]);
+          auto s = seconds(g);
+          if (!s)
+            return s.takeError();
+          g.set_seconds(*s);
+          *a.add_gemm_table() = g;
+          best = std::max(best, flops / *s);
+        }
+  return best;
+}
+
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -416,27 +442,17 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
       "calibrating " + llvm::Twine(devices) + " CPU device(s) of " +
           llvm::Twine(threads) + " thread(s)" + (o.quick ? " (quick)" : ""));
 
-  // GEMMs: the three transposes of training, every (m, n, k) of the grid
-  // under the FLOP cap.
-  double best = 0;
-  const bool variants[3][2] = {{false, false}, {true, false}, {false, true}};
-  for (auto &tt : variants)
-    for (int64_t m : grid.rows)
-      for (int64_t n : grid.cols)
-        for (int64_t k : grid.cols) {
-          double flops = 2.0 * double(m) * double(n) * double(k);
-          if (flops > grid.maxGemmFlops)
-            continue;
-          double s = timeGemm(devices, grid.budget, m, n, k, tt[0], tt[1]);
-          pb::GemmSample *g = a.add_gemm_table();
-          g->set_m(m), g->set_n(n), g->set_k(k), g->set_seconds(s);
-          g->set_transpose_a(tt[0]), g->set_transpose_b(tt[1]);
-          best = std::max(best, flops / s);
-        }
-  a.set_peak_f32_flops(best);
+  auto best = measureGemms(
+      grid, false, a, [&](const pb::GemmSample &g) -> llvm::Expected<double> {
+        return timeGemm(devices, grid.budget, g.m(), g.n(), g.k(),
+                        g.transpose_a(), g.transpose_b());
+      });
+  if (!best)
+    return best.takeError();
+  a.set_peak_f32_flops(*best);
   logProgress(log, t0,
       llvm::Twine(a.gemm_table_size()) + " GEMM shapes, best " +
-          llvm::formatv("{0:f1}", best / 1e9).str() + " GFLOP/s per device");
+          llvm::formatv("{0:f1}", *best / 1e9).str() + " GFLOP/s per device");
 
   for (auto [s, dh] : grid.attn) {
     // Enough heads for every thread to have work and ~1 M elements.

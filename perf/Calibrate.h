@@ -38,6 +38,7 @@
 #include "ir/Graph.h"
 #include "proto/hardware.pb.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -86,6 +87,16 @@ struct CalibrationGrid {
   double budget;                                 // seconds per sample
   double maxGemmFlops;                           // larger shapes skipped
 };
+
+/// Times the GEMMs of `grid` with `seconds` (one call of the shape, its
+/// m, n, k and transposes set) and adds them to a's table as `half`
+/// samples: the three transposes of training (NN forward, TN weight
+/// gradient, NT input gradient), every (m, n, k) under the FLOP cap.
+/// Returns the best rate (FLOP/s), or the first error.
+llvm::Expected<double> measureGemms(
+    const CalibrationGrid &grid, bool half, pb::Accelerator &a,
+    llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)>
+        seconds);
 
 /// Wall seconds since `start`.
 double secondsSince(std::chrono::steady_clock::time_point start);

@@ -148,31 +148,20 @@ llvm::Expected<pb::Hardware> calibrateDevice(Device &dev,
               "calibrating " + dev.name() + (o.quick ? " (quick)" : "") +
                   "; the links come from " + base.name());
 
-  const bool variants[3][2] = {{false, false}, {true, false}, {false, true}};
   for (bool half : {false, true}) {
     DType dt = half ? DType::BF16 : DType::F32;
-    double best = 0;
-    for (auto &tt : variants)
-      for (int64_t m : grid.rows)
-        for (int64_t n : grid.cols)
-          for (int64_t k : grid.cols) {
-            double flops = 2.0 * double(m) * double(n) * double(k);
-            if (flops > grid.maxGemmFlops)
-              continue;
-            auto s = timeGraph(dev, gemmGraph(dt, m, n, k, tt[0], tt[1]),
-                               grid.budget);
-            if (!s)
-              return s.takeError();
-            pb::GemmSample *g = a.add_gemm_table();
-            g->set_m(m), g->set_n(n), g->set_k(k), g->set_seconds(*s);
-            g->set_transpose_a(tt[0]), g->set_transpose_b(tt[1]);
-            g->set_half(half);
-            best = std::max(best, flops / *s);
-          }
-    half ? a.set_peak_bf16_flops(best) : a.set_peak_f32_flops(best);
+    auto best = measureGemms(grid, half, a, [&](const pb::GemmSample &g) {
+      return timeGraph(
+          dev,
+          gemmGraph(dt, g.m(), g.n(), g.k(), g.transpose_a(), g.transpose_b()),
+          grid.budget);
+    });
+    if (!best)
+      return best.takeError();
+    half ? a.set_peak_bf16_flops(*best) : a.set_peak_f32_flops(*best);
     logProgress(log, t0,
                 llvm::Twine(half ? "bf16" : "f32") + " GEMMs: best " +
-                    llvm::formatv("{0:f3}", best / 1e12).str() + " TFLOP/s");
+                    llvm::formatv("{0:f3}", *best / 1e12).str() + " TFLOP/s");
 
     for (auto [s, d] : grid.attn)
       for (bool backward : {false, true}) {
