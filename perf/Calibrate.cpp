@@ -285,35 +285,13 @@ double timeAttention(int devices, double budget, int64_t bh, int64_t s,
 /// an Executable on a CpuDevice (one per concurrent device).
 llvm::Expected<double> timeAddChain(int devices, double budget,
                                     int64_t elements, int count) {
-  Graph g = addChainGraph(elements, count);
   std::vector<std::unique_ptr<CpuDevice>> devs;
-  std::vector<std::unique_ptr<Executable>> exes;
-  std::vector<std::vector<float>> in(devices);
-  for (int d = 0; d < devices; ++d) {
+  for (int d = 0; d < devices; ++d)
     devs.push_back(std::make_unique<CpuDevice>(d));
-    auto exe = Executable::create(g, *devs.back());
-    if (!exe)
-      return exe.takeError();
-    exes.push_back(std::move(*exe));
-    in[d].resize(size_t(elements));
-    fillRandom(in[d]);
-  }
-  llvm::Error failed = llvm::Error::success();
-  std::mutex mu;
-  auto run = [&](int d) {
-    std::vector<void *> outs;
-    const void *ins[] = {in[d].data(), in[d].data()};
-    if (llvm::Error e = exes[d]->run(ins, outs)) {
-      std::lock_guard<std::mutex> lock(mu);
-      failed = llvm::joinErrors(std::move(failed), std::move(e));
-    }
-  };
-  int64_t reps = repsFor(budget, [&] { run(0); });
-  double s = concurrently(
-      devices, [&](int d) { return timeCalls(reps, [&] { run(d); }); });
-  if (failed)
-    return std::move(failed);
-  return s / double(count);
+  auto s = timeGraphRun(addChainGraph(elements, count), devs, budget);
+  if (!s)
+    return s.takeError();
+  return *s / double(count);
 }
 
 } // namespace
