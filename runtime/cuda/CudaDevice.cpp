@@ -185,8 +185,6 @@ struct WidenedKernel {
   std::vector<size_t> operandOfInput;
   bool native = false; // the plan loads and stores the 16-bit buffers
 };
-/// Whether 16-bit elementwise ops use the renderer's 16-bit loads/stores.
-constexpr bool kNative16 = true;
 
 static std::optional<WidenedKernel>
 widenedKernel(const Graph &g, const Node &node, const std::string &name) {
@@ -208,11 +206,9 @@ widenedKernel(const Graph &g, const Node &node, const std::string &name) {
   k.plan = std::move(*plan);
   // An elementwise kernel reads and writes the 16-bit buffers itself (the
   // renderer's 16-bit loads and stores, f32 in registers); row kernels,
-  // column sums and anchors run on f32 copies. (It was off while the
-  // renderer declared a widened load's variable with the 16-bit storage
-  // type, truncating the f32 value to an integer.)
+  // column sums and anchors run on f32 copies.
   codegen::KernelPlan &p = k.plan;
-  if (!kNative16 || p.isRowKernel() || !p.sums.empty() || p.anchor >= 0)
+  if (p.isRowKernel() || !p.sums.empty() || p.anchor >= 0)
     return k;
   for (const codegen::KernelLoad &l : p.loads)
     if (DType dt = g.type(node.operands[k.operandOfInput[l.operand]]).dtype;

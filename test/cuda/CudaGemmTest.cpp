@@ -212,8 +212,8 @@ TEST(CudaGemm, Bf16ProgramsMatchTheCpuWithinOneBf16Ulp) {
   ASSERT_EQ(run.gemms.size(), 1u);
   EXPECT_EQ(run.gemms[0].ab, DType::BF16);
   EXPECT_EQ(run.gemms[0].c, DType::BF16);
-  // Elementwise ops read and write the 16-bit buffers themselves
-  // (CudaDevice's kNative16: add, gelu and the casts widen nothing); the
+  // Elementwise ops read and write the 16-bit buffers themselves (add,
+  // gelu and the casts widen nothing); the
   // others widen each 16-bit operand once: transpose 1, layer_norm 3,
   // reduce_sum 1.
   int widened = 0;
