@@ -307,10 +307,10 @@ Graph addChainGraph(int64_t elements, int count) {
   return g;
 }
 
-llvm::Expected<double> measureGemms(
-    const CalibrationGrid &grid, bool half, pb::Accelerator &a,
-    llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)>
-        seconds) {
+llvm::Expected<double>
+measureGemms(const CalibrationGrid &grid, bool half, pb::Accelerator &a,
+             llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)>
+                 seconds) {
   double best = 0;
   const bool variants[3][2] = {{false, false}, {true, false}, {false, true}};
   for (auto &tt : variants)
@@ -364,8 +364,8 @@ double timeCalls(int64_t reps, const std::function<void()> &fn,
     double c0 = threadCpu ? threadCpuSeconds() : 0;
     for (int64_t i = 0; i < perBatch; ++i)
       fn();
-    double s =
-        (threadCpu ? threadCpuSeconds() - c0 : secondsSince(t0)) / double(perBatch);
+    double s = (threadCpu ? threadCpuSeconds() - c0 : secondsSince(t0)) /
+               double(perBatch);
     best = b == 0 ? s : std::min(best, s);
   }
   return best;
@@ -417,8 +417,9 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   a.set_memory_bytes(int64_t(pages) * pageSize / devices);
   logProgress(log, t0,
-      "calibrating " + llvm::Twine(devices) + " CPU device(s) of " +
-          llvm::Twine(threads) + " thread(s)" + (o.quick ? " (quick)" : ""));
+              "calibrating " + llvm::Twine(devices) + " CPU device(s) of " +
+                  llvm::Twine(threads) + " thread(s)" +
+                  (o.quick ? " (quick)" : ""));
 
   auto best = measureGemms(
       grid, false, a, [&](const pb::GemmSample &g) -> llvm::Expected<double> {
@@ -429,8 +430,9 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
     return best.takeError();
   a.set_peak_f32_flops(*best);
   logProgress(log, t0,
-      llvm::Twine(a.gemm_table_size()) + " GEMM shapes, best " +
-          llvm::formatv("{0:f1}", *best / 1e9).str() + " GFLOP/s per device");
+              llvm::Twine(a.gemm_table_size()) + " GEMM shapes, best " +
+                  llvm::formatv("{0:f1}", *best / 1e9).str() +
+                  " GFLOP/s per device");
 
   for (auto [s, dh] : grid.attn) {
     // Enough heads for every thread to have work and ~1 M elements.
@@ -442,7 +444,8 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
       x->set_seconds(timeAttention(devices, grid.budget, bh, s, dh, backward));
     }
   }
-  logProgress(log, t0, llvm::Twine(a.attention_table_size()) + " attention samples");
+  logProgress(log, t0,
+              llvm::Twine(a.attention_table_size()) + " attention samples");
 
   // Launch: the per-node cost of a chain of 1-element adds.
   constexpr int kChain = 64;
@@ -465,10 +468,10 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
   }
   a.set_memory_bandwidth(bandwidth);
   logProgress(log, t0,
-      "launch " + llvm::formatv("{0:f2}", *launch * 1e6).str() +
-          " us per node, bandwidth " +
-          llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
-          " GB/s at the largest working set");
+              "launch " + llvm::formatv("{0:f2}", *launch * 1e6).str() +
+                  " us per node, bandwidth " +
+                  llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
+                  " GB/s at the largest working set");
 
   // Memory-bound kernels' compute: a reference GPT's nodes by op kind.
   auto kinds = timeOpKinds(devices, grid.budget / 4);

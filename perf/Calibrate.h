@@ -95,8 +95,7 @@ struct CalibrationGrid {
 /// Returns the best rate (FLOP/s), or the first error.
 llvm::Expected<double> measureGemms(
     const CalibrationGrid &grid, bool half, pb::Accelerator &a,
-    llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)>
-        seconds);
+    llvm::function_ref<llvm::Expected<double>(const pb::GemmSample &)> seconds);
 
 /// Wall seconds since `start`.
 double secondsSince(std::chrono::steady_clock::time_point start);

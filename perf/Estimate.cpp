@@ -157,8 +157,8 @@ private:
     SimOp op{SimOp::Async, Phase::CommDp};
     double bytes = 0;
     for (double full : b.gatherBytes) {
-      op.seconds += collectiveSeconds(OpKind::AllGather, full, place.size,
-                                      link, hw_, algorithm_);
+      op.seconds += collectiveSeconds(OpKind::AllGather, full, place.size, link,
+                                      hw_, algorithm_);
       bytes += full;
     }
     op.bytes = int64_t(bytes);
@@ -243,8 +243,8 @@ llvm::Expected<SimPlan> buildSimPlan(const CompiledPipeline &compiled,
   // step's forward (GradBuckets.h), issued by the rank's first forward.
   std::vector<std::vector<GatherBucket>> gathers(p.optimizers.size());
   for (size_t r = 0; r < p.optimizers.size(); ++r)
-    gathers[r] = parameterGatherBuckets(p, int64_t(r),
-                                        options.gradientBucketBytes);
+    gathers[r] =
+        parameterGatherBuckets(p, int64_t(r), options.gradientBucketBytes);
   auto firstChunk = [&](int64_t rank) -> int64_t {
     if (size_t(rank) < p.schedule.ranks.size())
       for (const Instr &in : p.schedule.ranks[size_t(rank)])

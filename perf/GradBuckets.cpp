@@ -145,11 +145,10 @@ std::vector<GatherBucket> parameterGatherBuckets(const PipelinePlan &plan,
   std::vector<Gathered> members;
   for (size_t o = 0; o < ob.outputs.size() && o < opt.outputs().size(); ++o)
     if (ob.outputs[o].role == Role::NewParameter && gatheredDim(opt, o) >= 0)
-      members.push_back(
-          {ob.outputs[o].name,
-           double(opt.type(opt.outputs()[o]).bytes()) *
-               double(opt.mesh ? opt.mesh->axisSize("dp") : 1),
-           {}});
+      members.push_back({ob.outputs[o].name,
+                         double(opt.type(opt.outputs()[o]).bytes()) *
+                             double(opt.mesh ? opt.mesh->axisSize("dp") : 1),
+                         {}});
   if (members.empty())
     return out;
   llvm::StringMap<size_t> index;

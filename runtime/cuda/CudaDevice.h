@@ -25,8 +25,8 @@
 #include "runtime/cuda/OpKernels.h"
 
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace strata {

@@ -57,12 +57,12 @@ struct Dim3 {
 /// cublasLtEpilogue_t); t = alpha * op(A) op(B) + beta * C below, bias an
 /// m-vector, aux an m x n matrix (leading dimension ldAux, a multiple of 8).
 enum class Epilogue {
-  None,       ///< C = t
-  Bias,       ///< C = t + bias[i] (CUBLASLT_EPILOGUE_BIAS)
+  None,        ///< C = t
+  Bias,        ///< C = t + bias[i] (CUBLASLT_EPILOGUE_BIAS)
   GeluAuxBias, ///< aux = t + bias[i]; C = gelu_tanh(aux) (GELU_AUX_BIAS)
-  DGelu,      ///< C = t * gelu_tanh'(aux) (DGELU)
-  DGeluBGrad, ///< DGelu, and bias[i] = sum over j of C (DGELU_BGRAD;
-              ///< batch 1)
+  DGelu,       ///< C = t * gelu_tanh'(aux) (DGELU)
+  DGeluBGrad,  ///< DGelu, and bias[i] = sum over j of C (DGELU_BGRAD;
+               ///< batch 1)
 };
 
 /// One (strided-batched) GEMM as cuBLASLt takes it, column-major:

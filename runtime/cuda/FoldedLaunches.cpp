@@ -69,7 +69,9 @@ llvm::Error CudaDevice::launchWidened(const Graph &g, const Node &node,
   auto base = widenScratch(s, std::max<int64_t>(layout.bytes, 1));
   if (!base)
     return base.takeError();
-  auto at = [&](size_t slot) { return static_cast<char *>(*base) + offset[slot]; };
+  auto at = [&](size_t slot) {
+    return static_cast<char *>(*base) + offset[slot];
+  };
   std::vector<const void *> wops(operands.begin(), operands.end());
   std::vector<void *> wres(results.begin(), results.end());
   for (size_t k = 0; k < operands.size(); ++k) {

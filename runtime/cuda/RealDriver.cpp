@@ -137,9 +137,10 @@ public:
   llvm::Expected<void *> allocateHost(int64_t bytes) override {
     use();
     void *p = nullptr;
-    if (auto e = check(api_.memHostAlloc(&p, size_t(std::max<int64_t>(bytes, 1)),
-                                         /*flags=*/0),
-                       "cuMemHostAlloc of " + llvm::Twine(bytes) + " bytes"))
+    if (auto e =
+            check(api_.memHostAlloc(&p, size_t(std::max<int64_t>(bytes, 1)),
+                                    /*flags=*/0),
+                  "cuMemHostAlloc of " + llvm::Twine(bytes) + " bytes"))
       return std::move(e);
     return p;
   }

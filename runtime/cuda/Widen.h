@@ -53,7 +53,7 @@ WidenLayout widenLayout(const Graph &g, const Node &n);
 /// elements, on `stream`.
 llvm::Error widen(const OpKernelModule &kernels, StreamHandle stream, DType dt,
                   const void *x, void *y, int64_t count);
-llvm::Error narrow(const OpKernelModule &kernels, StreamHandle stream,
-                   DType dt, const void *x, void *y, int64_t count);
+llvm::Error narrow(const OpKernelModule &kernels, StreamHandle stream, DType dt,
+                   const void *x, void *y, int64_t count);
 
 } // namespace strata::cuda

@@ -127,12 +127,11 @@ llvm::Error Trainer::runInstr(RankState &r, size_t local, const Instr &in,
   if (forward && !eval)
     r.gatherer->beforeForward(in.chunk, in.microbatch,
                               group_.context(local, {}));
-  if (auto e = prog.enqueue(ins, bound, r.workspace, outs,
-                            group_.context(local, base),
-                            forward && !eval
-                                ? llvm::function_ref<void(size_t)>(awaitGathered)
-                            : forward ? llvm::function_ref<void(size_t)>()
-                                      : issueReady))
+  if (auto e = prog.enqueue(
+          ins, bound, r.workspace, outs, group_.context(local, base),
+          forward && !eval ? llvm::function_ref<void(size_t)>(awaitGathered)
+          : forward        ? llvm::function_ref<void(size_t)>()
+                           : issueReady))
     return e;
   if (trace_)
     if (auto e = r.device->synchronizeStream(kDefaultStream))
