@@ -455,10 +455,22 @@ GlooRendezvous::tcp(const std::string &masterAddr, int port, bool serve,
   return r;
 }
 
+namespace {
+/// A peer that closed its connections (it failed, or finished first) must
+/// surface as a Gloo error (EPIPE) on this rank, not as a SIGPIPE that
+/// kills the whole process with every other rank in it: every Gloo
+/// connection (the trainer's groups, interpret mode's NCCL) starts here.
+void ignoreSigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
+}
+} // namespace
+
 llvm::Expected<std::unique_ptr<ClosableCommunicator>>
 connectGlooGroup(std::shared_ptr<GlooRendezvous> rendezvous,
                  const std::string &prefix, int64_t rank, int64_t size,
                  const std::string &name) {
+  ignoreSigpipe();
   try {
     auto ctx =
         std::make_shared<gloo::rendezvous::Context>(int(rank), int(size));
@@ -480,11 +492,7 @@ std::shared_ptr<GlooRendezvous> rendezvousOf(Communicators &comms) {
 std::unique_ptr<Communicators>
 createGlooCommunicators(const Mesh &mesh, int64_t rank,
                         std::shared_ptr<GlooRendezvous> rendezvous) {
-  // A peer that closed its connections (it failed, or finished first) must
-  // surface as a Gloo error (EPIPE) on this rank, not as a SIGPIPE that
-  // kills the whole process with every other rank in it.
-  static std::once_flag ignoreSigpipe;
-  std::call_once(ignoreSigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
+  ignoreSigpipe();
   return std::make_unique<GlooCommunicators>(mesh, rank, std::move(rendezvous));
 }
 
