@@ -4,6 +4,7 @@
 #include "frontends/Models.h"
 #include "ir/Builder.h"
 #include "ir/Op.h"
+#include "passes/pipeline/CostModel.h"
 #include "passes/pipeline/GraphCopy.h"
 #include "passes/pipeline/ParallelCompile.h"
 #include "perf/OpTime.h"
@@ -63,16 +64,6 @@ void fillRandom(std::vector<float> &v) {
     s = s * 1664525u + 1013904223u;
     x = float(s >> 8) / float(1 << 24) - 0.5f;
   }
-}
-
-/// Elements a node's kernel walks: its largest operand or result.
-double nodeElements(const Graph &g, const Node &n) {
-  int64_t e = 0;
-  for (ValueId v : n.operands)
-    e = std::max(e, g.type(v).numElements());
-  for (ValueId v : n.results)
-    e = std::max(e, g.type(v).numElements());
-  return double(e);
 }
 
 /// A buffer of `t` holding ones (valid token ids, an optimizer step).
@@ -202,7 +193,7 @@ timeOpKinds(int devices, double budget) {
             n.op == OpKind::Send || n.op == OpKind::Recv ||
             isCollective(n.op) || (n.op == OpKind::Fused) != fusion)
           continue;
-        double elements = nodeElements(*src, n);
+        double elements = largestTensorElements(*src, n);
         if (elements < 4096)
           continue;
         auto s = timeGraphRun(nodeAlone(*src, i), devs, budget);

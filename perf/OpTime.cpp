@@ -2,6 +2,7 @@
 #include "perf/OpTime.h"
 
 #include "ir/Op.h"
+#include "passes/pipeline/CostModel.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -196,12 +197,7 @@ double computeFloor(const pb::Accelerator &a, const Graph &g, const Node &n) {
   for (const pb::OpSample &x : a.op_table()) {
     if (x.op() != key || x.elements() <= 0)
       continue;
-    int64_t e = 0;
-    for (ValueId v : n.operands)
-      e = std::max(e, g.type(v).numElements());
-    for (ValueId v : n.results)
-      e = std::max(e, g.type(v).numElements());
-    return double(e) * x.seconds() / x.elements();
+    return largestTensorElements(g, n) * x.seconds() / x.elements();
   }
   double s = 0;
   if (n.op == OpKind::Fused && n.body)

@@ -9,9 +9,7 @@
 
 namespace strata {
 
-namespace {
-/// Elements of the largest operand or result of `n`.
-double maxElements(const Graph &g, const Node &n) {
+double largestTensorElements(const Graph &g, const Node &n) {
   int64_t m = 0;
   for (ValueId v : n.operands)
     m = std::max(m, g.type(v).numElements());
@@ -20,6 +18,7 @@ double maxElements(const Graph &g, const Node &n) {
   return double(m);
 }
 
+namespace {
 /// q [B, S, H, D] -> B * H * S^2 * D: one of attention's two batched matmuls
 /// in multiply-adds.
 double attentionMacs(const TensorType &q) {
@@ -65,17 +64,17 @@ double nodeFlops(const Graph &g, const Node &n) {
   case OpKind::CrossEntropy:
   case OpKind::Gelu:
   case OpKind::Rope:
-    return 5.0 * maxElements(g, n);
+    return 5.0 * largestTensorElements(g, n);
   case OpKind::LayerNormGrad:
   case OpKind::RmsNormGrad:
   case OpKind::SoftmaxGrad:
   case OpKind::CrossEntropyGrad:
   case OpKind::GeluGrad:
-    return 8.0 * maxElements(g, n);
+    return 8.0 * largestTensorElements(g, n);
   case OpKind::AdamWUpdate:
-    return 12.0 * maxElements(g, n);
+    return 12.0 * largestTensorElements(g, n);
   default:
-    return maxElements(g, n);
+    return largestTensorElements(g, n);
   }
 }
 

@@ -27,6 +27,10 @@ namespace strata {
 /// FLOPs of node `n` of `g` (see the file comment).
 double nodeFlops(const Graph &g, const Node &n);
 
+/// Elements of the largest operand or result of `n`: what a memory-bound
+/// kernel walks (also the op table's measure, perf/OpTime.h).
+double largestTensorElements(const Graph &g, const Node &n);
+
 /// The weight the stage cut and auto recomputation give node `n`: nodeFlops,
 /// or the installed ScopedNodeCost's function.
 double nodeCost(const Graph &g, const Node &n);

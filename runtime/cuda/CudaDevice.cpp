@@ -630,6 +630,10 @@ llvm::Error CudaDevice::synchronize() {
     std::lock_guard<std::mutex> lock(stagingMu_);
     stagingUsed_ = 0; // every staged copy has run
   }
+  return takeFirstError();
+}
+
+llvm::Error CudaDevice::takeFirstError() {
   std::lock_guard<std::mutex> lock(mu_);
   if (firstError_.empty())
     return llvm::Error::success();
@@ -643,12 +647,7 @@ llvm::Error CudaDevice::synchronizeStream(StreamId id) {
   note(driver_->synchronize(stream(id)));
   // The staging slots stay taken: other streams may not have run their
   // copies yet.
-  std::lock_guard<std::mutex> lock(mu_);
-  if (firstError_.empty())
-    return llvm::Error::success();
-  std::string msg = std::move(firstError_);
-  firstError_.clear();
-  return err(msg);
+  return takeFirstError();
 }
 
 } // namespace strata

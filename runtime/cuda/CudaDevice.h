@@ -98,6 +98,8 @@ private:
   cuda::StreamHandle stream(StreamId id) const;
   /// Keeps the first error of an enqueue for synchronize().
   void note(llvm::Error e);
+  /// That error (cleared), or success.
+  llvm::Error takeFirstError();
   /// Launches the deferred AdamW updates (before anything that may read
   /// or write their memory).
   void flushDeferred();

@@ -48,24 +48,6 @@ constexpr double kNormTol = 1e-5;
 // are sums of rounding errors, ~1e-12 here, far below any real gradient.
 constexpr double kZeroTol = 1e-9;
 
-/// Worst element of |a - b| / (|b| + 1), with its index, for failure messages.
-struct Diff {
-  double worst = 0;
-  int64_t at = -1;
-};
-Diff elementDiff(const HostTensor &a, const HostTensor &b) {
-  Diff d;
-  for (int64_t i = 0; i < a.numElements(); ++i) {
-    double x = a.get(i), y = b.get(i);
-    double e = std::isnan(x) != std::isnan(y) ? INFINITY
-               : std::isnan(x)                ? 0
-                               : std::abs(x - y) / (std::abs(y) + 1);
-    if (e > d.worst || d.at < 0)
-      d = {e, i};
-  }
-  return d;
-}
-
 /// Runs node `n` of `g` from `ctx.module` on host tensors.
 std::vector<HostTensor> runNode(const Graph &g, const Node &n,
                                 llvm::ArrayRef<HostTensor> inputs,
@@ -110,7 +92,7 @@ int checkEveryKernel(const Graph &fused, std::mt19937 &rng) {
     if (got.size() != n.results.size() || want.size() != got.size())
       return count;
     for (size_t r = 0; r < got.size(); ++r) {
-      Diff d = elementDiff(got[r], want[r]);
+      test::Diff d = test::elementDiff(got[r], want[r]);
       EXPECT_LE(d.worst, kElemTol)
           << "kernel " << n.attrs.getString("kernel") << " (" << n.scope
           << ") result %" << fused.value(n.results[r]).name << " element "
@@ -139,24 +121,7 @@ TEST_P(FusedModel, LossAndGradsMatchUnfused) {
   Graph plain = test::microbatchOf(GetParam().spec());
   Graph fused = plain;
   ASSERT_TRUE(fuseGraph(fused));
-  std::mt19937 rng(7);
-  std::vector<HostTensor> inputs = test::modelInputs(plain, rng);
-  ASSERT_FALSE(inputs.empty());
-  LaunchContext ctx;
-  ctx.seed = 1337;
-  ctx.step = 3;
-  std::vector<HostTensor> want = test::runOnCpu(plain, inputs, ctx);
-  std::vector<HostTensor> got = test::runOnCpu(fused, inputs, ctx);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k) {
-    double maxDiff = 0, maxRef = 0;
-    for (int64_t i = 0; i < got[k].numElements(); ++i) {
-      maxDiff = std::max(maxDiff, std::abs(got[k].get(i) - want[k].get(i)));
-      maxRef = std::max(maxRef, std::abs(want[k].get(i)));
-    }
-    EXPECT_LE(maxDiff, kNormTol * maxRef + kZeroTol)
-        << "output %" << plain.value(plain.outputs()[k]).name;
-  }
+  test::expectFusedMatchesPlain(plain, fused, kNormTol, kZeroTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(

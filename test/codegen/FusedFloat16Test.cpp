@@ -56,23 +56,6 @@ double elementTol(DType t) {
   return t == DType::BF16 ? std::ldexp(1.0, -5) : std::ldexp(1.0, -8);
 }
 
-struct Diff {
-  double worst = 0;
-  int64_t at = -1;
-};
-Diff elementDiff(const HostTensor &a, const HostTensor &b) {
-  Diff d;
-  for (int64_t i = 0; i < a.numElements(); ++i) {
-    double x = a.get(i), y = b.get(i);
-    double e = std::isnan(x) != std::isnan(y) ? INFINITY
-               : std::isnan(x)                ? 0
-                               : std::abs(x - y) / (std::abs(y) + 1);
-    if (e > d.worst || d.at < 0)
-      d = {e, i};
-  }
-  return d;
-}
-
 /// Runs every fused node of `fused` against its body on the CPU device;
 /// returns how many, and the worst element difference in `worst`.
 int checkEveryKernel(const Graph &fused, DType dt, double &worst) {
@@ -116,7 +99,7 @@ int checkEveryKernel(const Graph &fused, DType dt, double &worst) {
     for (size_t r = 0; r < got.size(); ++r) {
       if (plan->sumOf(r))
         continue; // bounded by the sum of |summands|: ColumnSumsWithin...
-      Diff d = elementDiff(got[r], want[r]);
+      test::Diff d = test::elementDiff(got[r], want[r]);
       worst = std::max(worst, d.worst);
       EXPECT_LE(d.worst, elementTol(dt))
           << "kernel " << n.attrs.getString("kernel") << " (" << n.scope
@@ -196,7 +179,7 @@ graph @sums(%x: bf16[300,24], %y: bf16[300,24]) {
               16 * u * mag + 2 * u * std::abs(body))
         << "column " << c << ": fused " << got[1].get(c) << ", body " << body;
   }
-  EXPECT_LE(elementDiff(got[0], want[0]).worst, elementTol(DType::BF16));
+  EXPECT_LE(test::elementDiff(got[0], want[0]).worst, elementTol(DType::BF16));
 }
 
 // The mixed-precision microbatch graphs of the tiny examples: every 16-bit
@@ -223,25 +206,8 @@ TEST_P(Fused16Model, LossAndGradsMatchUnfused) {
   Graph fused = plain;
   ASSERT_TRUE(fuseGraph(fused));
   test::fusedPlans(fused); // fails the test on a body without a plan
-  std::mt19937 rng(7);
-  std::vector<HostTensor> inputs = test::modelInputs(plain, rng);
-  ASSERT_FALSE(inputs.empty());
-  LaunchContext ctx;
-  ctx.seed = 1337;
-  ctx.step = 3;
-  std::vector<HostTensor> want = test::runOnCpu(plain, inputs, ctx);
-  std::vector<HostTensor> got = test::runOnCpu(fused, inputs, ctx);
-  ASSERT_EQ(got.size(), want.size());
-  const double tol = std::ldexp(1.0, -5);
-  for (size_t k = 0; k < got.size(); ++k) {
-    double maxDiff = 0, maxRef = 0;
-    for (int64_t i = 0; i < got[k].numElements(); ++i) {
-      maxDiff = std::max(maxDiff, std::abs(got[k].get(i) - want[k].get(i)));
-      maxRef = std::max(maxRef, std::abs(want[k].get(i)));
-    }
-    EXPECT_LE(maxDiff, tol * maxRef + kZeroTol)
-        << "output %" << plain.value(plain.outputs()[k]).name;
-  }
+  // Loss and gradients within 2^-5 of each tensor's largest entry.
+  test::expectFusedMatchesPlain(plain, fused, std::ldexp(1.0, -5), kZeroTol);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Fused16Model,

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -109,6 +110,25 @@ inline HostTensor randomTensor(const TensorType &type, std::mt19937 &rng,
   for (int64_t i = 0; i < t.numElements(); ++i)
     t.set(i, isFloat(type.dtype) ? real(rng) : double(integer(rng)));
   return t;
+}
+
+/// Worst element of |a - b| / (|b| + 1), with its index, for failure
+/// messages (a NaN on one side only is infinitely far).
+struct Diff {
+  double worst = 0;
+  int64_t at = -1;
+};
+inline Diff elementDiff(const HostTensor &a, const HostTensor &b) {
+  Diff d;
+  for (int64_t i = 0; i < a.numElements(); ++i) {
+    double x = a.get(i), y = b.get(i);
+    double e = std::isnan(x) != std::isnan(y) ? INFINITY
+               : std::isnan(x)                ? 0
+                               : std::abs(x - y) / (std::abs(y) + 1);
+    if (e > d.worst || d.at < 0)
+      d = {e, i};
+  }
+  return d;
 }
 
 /// The inputs of a model's microbatch graph `g`: its parameters as
