@@ -110,9 +110,9 @@ private:
   int64_t nextFresh_ = 0;
 };
 
-/// Whether `n` is a column sum: reduce_sum over every dim but the last of a
-/// float value (f32, f64, bf16, f16) of rank >= 2, to [last dim] (a bias
-/// gradient). The fusion pass and codegen take it as a kernel epilogue.
+/// Whether `n` is a column sum: reduce_sum over every dim but the last of an
+/// f32/f64 value of rank >= 2, to [last dim] (a bias gradient). The fusion
+/// pass and codegen take it as a kernel epilogue.
 bool isColumnSum(const Graph &g, const Node &n);
 
 } // namespace strata
