@@ -77,14 +77,18 @@ void HostStreams::push(int32_t stream, std::function<llvm::Error()> work,
   s->workCv.notify_one();
 }
 
-llvm::Error HostStreams::synchronize() {
-  std::unique_lock<std::mutex> lock(mu_);
-  doneCv_.wait(lock, [this] { return pending_ == 0; });
+llvm::Error HostStreams::takeFirstError() {
   if (firstError_.empty())
     return llvm::Error::success();
   std::string msg = std::move(firstError_);
   firstError_.clear();
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+llvm::Error HostStreams::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  doneCv_.wait(lock, [this] { return pending_ == 0; });
+  return takeFirstError();
 }
 
 llvm::Error HostStreams::synchronize(int32_t stream) {
@@ -93,11 +97,7 @@ llvm::Error HostStreams::synchronize(int32_t stream) {
     llvm::report_fatal_error("host streams: no stream " + llvm::Twine(stream));
   Stream &s = *streams_[stream];
   doneCv_.wait(lock, [&] { return s.pending == 0; });
-  if (firstError_.empty())
-    return llvm::Error::success();
-  std::string msg = std::move(firstError_);
-  firstError_.clear();
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  return takeFirstError();
 }
 
 void HostStreams::drain() {

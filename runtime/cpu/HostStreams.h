@@ -57,6 +57,9 @@ public:
   void drain();
 
 private:
+  /// The first error (cleared), or success; mu_ held.
+  llvm::Error takeFirstError();
+
   struct Work {
     std::function<llvm::Error()> fn;
     bool always = false; // runs even after an error (event records)
