@@ -114,6 +114,15 @@ TEST(EstimateTest, MfuIsModelFlopsOverCapacity) {
   EXPECT_GT(e.breakdown[size_t(Phase::CommDp)], 0);
 }
 
+/// dp 2 over 2 microbatches, with or without ZeRO-1.
+ParallelCompileOptions dp2(bool zero1) {
+  ParallelCompileOptions o;
+  o.dp = 2;
+  o.microbatches = 2;
+  o.distributedOptimizer = zero1;
+  return o;
+}
+
 TEST(EstimateTest, GradientBucketsHoldEveryParameterOnce) {
   // dp 2: every parameter's gradient is all-reduced, or reduce-scattered
   // with ZeRO-1, in buckets issued in the order the backward finishes them.
@@ -124,11 +133,7 @@ TEST(EstimateTest, GradientBucketsHoldEveryParameterOnce) {
     if (model.type(v).dtype == DType::F32) // not the token ids or labels
       padded += double(llvm::alignTo(model.type(v).bytes(), 256));
   for (bool zero1 : {false, true}) {
-    ParallelCompileOptions o;
-    o.dp = 2;
-    o.microbatches = 2;
-    o.distributedOptimizer = zero1;
-    auto compiled = compilePipeline(buildModelGraph(c), o);
+    auto compiled = compilePipeline(buildModelGraph(c), dp2(zero1));
     ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
     const PipelinePlan &p = compiled->pipeline;
     EXPECT_TRUE(gradientBuckets(p, 0, 1, 1 << 30).empty()) << "dp 1";
@@ -168,11 +173,7 @@ TEST(EstimateTest, ParameterGathersFollowTheForwardsReads) {
     if (model.type(v).dtype == DType::F32)
       params += double(model.type(v).bytes()), ++count;
   for (bool zero1 : {false, true}) {
-    ParallelCompileOptions o;
-    o.dp = 2;
-    o.microbatches = 2;
-    o.distributedOptimizer = zero1;
-    auto compiled = compilePipeline(buildModelGraph(c), o);
+    auto compiled = compilePipeline(buildModelGraph(c), dp2(zero1));
     ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
     std::vector<GatherBucket> b =
         parameterGatherBuckets(compiled->pipeline, 0, 64 << 10);
