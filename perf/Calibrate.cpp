@@ -149,7 +149,9 @@ Graph nodeAlone(const Graph &src, size_t i) {
 }
 
 /// The memory-bound kernels of a reference GPT block (gpt_tiny's sizes:
-/// 768 rows of 128, an FFN of 512, AdamW), compiled unfused and fused
+/// 768 rows of 128, an FFN of 512, AdamW) and of a Llama block of the same
+/// rows (rms_norm, rope, silu, grouped-query attention with 2 KV heads,
+/// untied head), compiled unfused and fused
 /// (as `strata train` runs it), each node run alone on every device at
 /// once: per key (opTableKey: the op, or a fused node's body ops), the sum
 /// of the nodes' elements and of their seconds, less the executor's cost
@@ -160,12 +162,17 @@ Graph nodeAlone(const Graph &src, size_t i) {
 /// under 4096 elements (mostly run overhead).
 llvm::Expected<std::map<std::string, std::pair<double, double>>>
 timeOpKinds(int devices, double budget) {
-  ModelConfig c;
-  c.family = pb::ModelSpec::GPT;
-  c.name = "calibrate";
-  c.vocab = 65, c.paddedVocab = 128, c.hidden = 128, c.layers = 1;
-  c.heads = c.kvHeads = 4, c.headDim = 32, c.ffn = 512, c.seq = 64;
-  c.microBatch = 12, c.tieEmbeddings = true;
+  ModelConfig gpt;
+  gpt.family = pb::ModelSpec::GPT;
+  gpt.name = "calibrate";
+  gpt.vocab = 65, gpt.paddedVocab = 128, gpt.hidden = 128, gpt.layers = 1;
+  gpt.heads = gpt.kvHeads = 4, gpt.headDim = 32, gpt.ffn = 512, gpt.seq = 64;
+  gpt.microBatch = 12, gpt.tieEmbeddings = true, gpt.normEps = 1e-5;
+  gpt.initStd = 0.02;
+  ModelConfig llama = gpt;
+  llama.family = pb::ModelSpec::LLAMA;
+  llama.kvHeads = 2, llama.ffn = defaultFfn(llama.family, 128, 32);
+  llama.ropeTheta = 10000, llama.tieEmbeddings = false;
   std::vector<std::unique_ptr<CpuDevice>> devs;
   for (int d = 0; d < devices; ++d)
     devs.push_back(std::make_unique<CpuDevice>(d));
@@ -176,10 +183,11 @@ timeOpKinds(int devices, double budget) {
   if (!overhead)
     return overhead.takeError();
   std::map<std::string, std::pair<double, double>> kinds;
-  for (bool fusion : {false, true}) {
+  for (auto [c, fusion] : {std::pair{&gpt, false}, std::pair{&gpt, true},
+                           std::pair{&llama, false}, std::pair{&llama, true}}) {
     ParallelCompileOptions o;
     o.fusion = fusion;
-    auto compiled = compilePipeline(buildModelGraph(c), o);
+    auto compiled = compilePipeline(buildModelGraph(*c), o);
     if (!compiled)
       return compiled.takeError();
     const PipelineStage &st = compiled->pipeline.stages.front();
@@ -464,7 +472,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
                   llvm::formatv("{0:f1}", bandwidth / 1e9).str() +
                   " GB/s at the largest working set");
 
-  // Memory-bound kernels' compute: a reference GPT's nodes by op kind.
+  // Memory-bound kernels' compute: reference GPT and Llama nodes by op kind.
   auto kinds = timeOpKinds(devices, grid.budget / 4);
   if (!kinds)
     return kinds.takeError();
@@ -473,7 +481,7 @@ llvm::Expected<pb::Hardware> calibrateCpu(const CalibrateOptions &o,
     x->set_op(op), x->set_elements(k.first), x->set_seconds(k.second);
   }
   log << llvm::format("[%5.1f s] ", secondsSince(t0)) << a.op_table_size()
-      << " memory-bound op kinds (a reference GPT's nodes)\n";
+      << " memory-bound op kinds (reference GPT and Llama nodes)\n";
   log.flush();
 
   if (llvm::Error e =

@@ -14,8 +14,9 @@
 //               the last-level cache: seconds per byte moved by size
 //   launch      the same with 1-element tensors: the per-node cost of the
 //               executor and the device's stream
-//   op table    every memory-bound node of a reference GPT block (gpt_tiny's
-//               sizes, unfused and fused as `strata train` runs it) run
+//   op table    every memory-bound node of a reference GPT block and a
+//               Llama block (gpt_tiny's sizes; Llama's rms norm, rope and
+//               silu; unfused and fused as `strata train` runs them) run
 //               alone by an Executable: seconds per element by op or fused
 //               body (a fused GEMM: its epilogue), since on a CPU a layer
 //               norm or gelu computes for longer than its bytes take to move

@@ -37,7 +37,7 @@
 // bytes), since a CPU's caches make small tensors several times faster than
 // DRAM. A CPU calibration also has an op table (perf/Calibrate.h): seconds
 // per element of each memory-bound op, and of each fused body (for a fused
-// GEMM, its epilogue), measured on a reference GPT's nodes. On a CPU a
+// GEMM, its epilogue), measured on reference GPT and Llama nodes. On a CPU a
 // layer norm, gelu or cross entropy computes for longer than its bytes
 // take to move (gpt_tiny's layer_norm_grad: 1.1 ns per element on 2 cores,
 // 0.03 ns of bandwidth), so such a kernel takes the larger of the two; a

@@ -71,6 +71,13 @@ with tempfile.TemporaryDirectory() as tmp:
     for field in ["attention_table", "bandwidth_table", "kernel_launch_s",
                   "intra_node", "nic"]:
         check(field in text, "missing " + field)
+    # The op table covers both reference blocks' memory-bound kernels:
+    # GPT's layer norm and gelu, Llama's rms norm, silu and rope.
+    ops = set(re.findall(r'op_table \{\s*op: "([^"]+)"', text))
+    for op in ["layer_norm", "gelu", "rms_norm", "silu", "rope",
+               "rms_norm_grad", "silu_grad"]:
+        check(op in ops, "no op_table entry for %s (has %s)"
+              % (op, sorted(ops)))
 
     r = run("estimate", SPEC, "--cluster", out, "--json")
     check(r.returncode == 0, "estimate with the calibrated file: " + r.stderr)
