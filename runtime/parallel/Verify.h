@@ -10,7 +10,12 @@
 //     program order; a parallel value is put back together from its shards
 //     and partial sums);
 //   - the loss and every parameter gradient of one microbatch;
-//   - the loss of each of N AdamW steps.
+//   - the loss of each of N AdamW steps;
+//   - AdamW's moments after the first (Verify.cpp says why not later ones
+//     or the parameters).
+// Under `strata launch` (VerifyOptions::env) each process is one rank of the
+// parallel plan and compares the tensors gathered from all ranks with the
+// serial plan it runs itself.
 // A tensor's difference is max|parallel - serial| / max|serial| (normwise
 // relative, so elements near zero do not dominate), where max|serial| is at
 // least kVerifyZeroFloor (1e-3) of the largest element of its group (values,
@@ -27,6 +32,7 @@
 #include "runtime/parallel/ParallelConfig.h"
 #include "runtime/train/TrainOptions.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +50,11 @@ struct VerifyOptions {
   bool activations = false;
   uint64_t dataSeed = 1;
   DeviceGroupOptions devices;
+  /// This process's rank of a multi-process job (`strata launch`, torchrun):
+  /// the parallel plan runs one rank per process and each process runs the
+  /// serial plan itself and compares the gathered tensors with it; nullopt
+  /// runs every rank in this process.
+  std::optional<DistEnv> env;
 };
 
 struct TensorDiff {

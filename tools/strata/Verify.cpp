@@ -5,9 +5,11 @@
 // (or, with --device, the parallel plan on CUDA devices) from
 // the same weights and batches and prints, per tensor, the normwise relative
 // difference (runtime/parallel/Verify.h): the loss and every parameter
-// gradient of one microbatch, the losses of N AdamW steps and the parameters
-// after them (with --activations, first every value both plans compute).
-// Exits 1 naming the first tensor beyond tolerance.
+// gradient of one microbatch, the losses of N AdamW steps and AdamW's
+// moments after the first (with --activations, first every value both
+// plans compute). Exits 1 naming the first tensor beyond tolerance.
+// Under `strata launch --nproc N` each process is one rank of the parallel
+// plan and checks the gathered tensors against its own serial run.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/parallel/Verify.h"
@@ -168,6 +170,13 @@ int runVerify() {
         4 * std::ldexp(1.0, training.precision == DType::BF16 ? -8 : -11);
   o.tolerance = tolerance;
   o.activations = activations;
+  // Under `strata launch` (or torchrun) this process is one rank of the
+  // parallel plan; rank 0 prints the table, every rank its verdict.
+  auto env = DistEnv::fromEnvironment();
+  if (!env)
+    return reportError(usage(toString(env.takeError())));
+  o.env = *env;
+  bool table = !o.env || o.env->rank == 0;
 
   std::string layout =
       "tp=" + std::to_string(pc.tp) + " dp=" + std::to_string(pc.dp) +
@@ -179,13 +188,15 @@ int runVerify() {
               " recompute=" + recomputeModeName(pc.recompute).str();
   std::string kind =
       *backend == Backend::Cpu ? "CPU" : backendName(*backend).str();
-  outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
-         << " (" << pc.numDevices() << " " << kind
-         << (pc.numDevices() == 1 ? " device" : " devices") << "), " << steps
-         << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
-         << " (tensors below " << format("%.0e", kVerifyZeroFloor)
-         << " of their group's largest element are numerically zero and "
-            "compared against that floor)\n";
+  if (table)
+    outs() << "verify " << model.name << ": serial (1 CPU device) vs " << layout
+           << " (" << pc.numDevices() << " " << kind
+           << (pc.numDevices() == 1 ? " device" : " devices")
+           << (o.env ? ", one process each" : "") << "), " << steps
+           << " AdamW steps, tolerance " << format("%.0e", double(tolerance))
+           << " (tensors below " << format("%.0e", kVerifyZeroFloor)
+           << " of their group's largest element are numerically zero and "
+              "compared against that floor)\n";
   outs().flush();
   auto report = verifyParallel(model, training, o);
   if (!report)
@@ -199,9 +210,10 @@ int runVerify() {
     bad += !d.ok;
   }
   for (const TensorDiff &d : report->diffs)
-    outs() << "  " << left_justify(d.name, width) << "  "
-           << format("%9.2e", d.relDiff) << (d.ok ? "  ok" : "  DIVERGES")
-           << "\n";
+    if (table)
+      outs() << "  " << left_justify(d.name, width) << "  "
+             << format("%9.2e", d.relDiff) << (d.ok ? "  ok" : "  DIVERGES")
+             << "\n";
   if (const TensorDiff *first = report->firstFailure()) {
     std::string msg;
     raw_string_ostream(msg)
