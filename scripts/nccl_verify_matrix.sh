@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
 # The cuda-interpret verify matrix of issue 16: `strata verify --device
-# cuda-interpret` (NCCL emulated over Gloo, one process, N emulated GPUs)
-# against the serial CPU plan, every tensor within verify's 1e-5 relative,
-# over tp 1/2/4 x sp x dp 1/2 x ZeRO-1 x pp 1/2 x 1F1B/interleaved, GPT and
-# Llama. Prints one line per layout (PASS / FAIL and seconds) and a summary;
-# exits non-zero if any layout failed. Long (each layout compiles and runs its
-# kernels in interpret mode): run it under nice on a quiet machine.
+# cuda-interpret` (NCCL emulated over Gloo) against the serial CPU plan,
+# every tensor within verify's 1e-5 relative (the loss and gradients of a
+# microbatch, each step's loss, AdamW's moments after the steps), over
+# tp 1/2/4 x sp x dp 1/2 x ZeRO-1 x pp 1/2 x 1F1B/interleaved, GPT and
+# Llama. By default each layout runs in one process (N emulated GPUs); with
+# --launch as `strata launch --nproc N -- strata verify ...`, one process per
+# emulated GPU, each of which checks the tensors gathered from all ranks
+# against the serial plan it runs itself (every rank must print OK).
+# Prints one line per layout (PASS / FAIL, seconds, verify's largest
+# difference) and a summary; exits non-zero if any layout failed. Long
+# (each layout compiles and runs its kernels in interpret mode): run it under
+# nice on a quiet machine.
 #
-#   [STRATA=BINARY] scripts/nccl_verify_matrix.sh [BUILD_DIR] [FILTER_REGEX]
+#   [STRATA=BINARY] scripts/nccl_verify_matrix.sh [--launch] [BUILD_DIR] [FILTER_REGEX]
 #
 # FILTER_REGEX selects layouts by their name (e.g. 'gpt.*pp2').
 set -uo pipefail
 cd "$(dirname "$0")/.."
+launch=0
+if [ "${1:-}" = --launch ]; then
+  launch=1
+  shift
+fi
 build=${1:-build}
 filter=${2:-.}
 strata=${STRATA:-$build/tools/strata/strata}
@@ -36,6 +47,8 @@ done
 
 pass=0
 fail=0
+largest=0
+total=$(date +%s)
 failed=()
 for family in GPT LLAMA; do
   for tp in 1 2 4; do
@@ -60,15 +73,35 @@ for family in GPT LLAMA; do
             esac
             [[ $name =~ $filter ]] || continue
             start=$(date +%s)
-            if "$strata" verify "$work/$family.textproto" "${flags[@]}" \
-              --steps 1 --device cuda-interpret > "$work/out" 2>&1 &&
-              grep -q "^OK: " "$work/out"; then
+            verify=("$strata" verify "$work/$family.textproto" "${flags[@]}"
+              --steps 2 --device cuda-interpret)
+            ranks=1
+            if [ $launch = 1 ]; then
+              stages=2
+              [ $pipe = pp1 ] && stages=1
+              ranks=$((tp * dp * stages))
+              verify=("$strata" launch --nproc $ranks --master-port 0 --
+                "${verify[@]}")
+            fi
+            # Every rank's verdict: `OK: ...` alone, `[rank r] OK: ...`
+            # under launch.
+            "${verify[@]}" > "$work/out" 2>&1
+            code=$?
+            oks=$(grep -c "OK: " "$work/out")
+            secs=$(($(date +%s) - start))
+            if [ $code = 0 ] && [ "$oks" = $ranks ]; then
               pass=$((pass + 1))
-              echo "PASS $name $(($(date +%s) - start)) s: $(grep '^OK: ' "$work/out")"
+              ok=$(grep -m1 "OK: " "$work/out")
+              worst=$(sed -n 's/.*largest difference \([0-9.e+-]*\),.*/\1/p' \
+                <<< "$ok")
+              largest=$(awk -v a="$largest" -v b="${worst:-0}" \
+                'BEGIN { print (b + 0 > a + 0) ? b : a }')
+              echo "PASS $name $secs s: ${ok#*OK: }"
             else
               fail=$((fail + 1))
               failed+=("$name")
-              echo "FAIL $name $(($(date +%s) - start)) s: $(tail -3 "$work/out" | tr '\n' ' ')"
+              echo "FAIL $name $secs s (exit $code, $oks of $ranks ranks OK):" \
+                "$(grep -m3 -E "DIVERGES|error" "$work/out" | tr '\n' ' ')"
             fi
           done
         done
@@ -76,5 +109,7 @@ for family in GPT LLAMA; do
     done
   done
 done
-echo "nccl_verify_matrix: $pass passed, $fail failed${failed:+: ${failed[*]}}"
-[ $fail = 0 ]
+echo "nccl_verify_matrix$([ $launch = 1 ] && echo " --launch"):" \
+  "$pass passed, $fail failed${failed:+: ${failed[*]}};" \
+  "largest difference $largest; $(($(date +%s) - total)) s"
+[ $fail = 0 ] && [ $pass -gt 0 ]

@@ -8,8 +8,9 @@
 // layouts are a subset of tp 1/2 x sp x dp 1/2 x ZeRO-1 x pp 1/2 x
 // 1F1B/interleaved over GPT and Llama chosen to run in about a minute
 // (CudaTrainTest covers tp x sp x 1F1B Llama and tp x dp ZeRO-1 GPT); one
-// runs as processes with `strata launch --nproc`, `strata launch` takes its
-// node layout from Slurm's variables, and --trace shows the NCCL calls.
+// runs as four processes with `strata launch --nproc 4`, `strata launch`
+// takes its node layout from Slurm's variables, and --trace shows the NCCL
+// calls. scripts/nccl_verify_matrix.sh [--launch] runs the whole matrix.
 //
 //===----------------------------------------------------------------------===//
 #include "test/cuda/TextDirTest.h"
@@ -88,7 +89,7 @@ TEST_F(NcclVerify, TensorSequenceAndDataParallelZeroGpt) {
       verify({"--tp", "2", "--sp", "--dp", "2", "--distributed-optimizer"},
              "GPT"),
       "");
-  EXPECT_NE(out_.find("OK: 38 tensors match"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("OK: 110 tensors match"), std::string::npos) << out_;
 }
 
 TEST_F(NcclVerify, TensorDataPipelineOneFOneBZeroLlama) {
@@ -96,7 +97,7 @@ TEST_F(NcclVerify, TensorDataPipelineOneFOneBZeroLlama) {
                     "2", "--schedule", "1f1b", "--distributed-optimizer"},
                    "LLAMA"),
             "");
-  EXPECT_NE(out_.find("OK: 23 tensors match"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("OK: 65 tensors match"), std::string::npos) << out_;
 }
 
 TEST_F(NcclVerify, DataParallelInterleavedPipelineGpt) {
@@ -104,7 +105,7 @@ TEST_F(NcclVerify, DataParallelInterleavedPipelineGpt) {
                     "--schedule", "interleaved:2"},
                    "GPT", 4),
             "");
-  EXPECT_NE(out_.find("OK: 70 tensors match"), std::string::npos) << out_;
+  EXPECT_NE(out_.find("OK: 206 tensors match"), std::string::npos) << out_;
 }
 
 // --trace shows each NCCL call on its communicator's row, from when its
@@ -122,18 +123,54 @@ TEST_F(NcclVerify, TheTraceShowsNcclCallsOnTheirCommunicatorsRows) {
   EXPECT_NE(text.find("\"name\":\"all_reduce\""), std::string::npos);
 }
 
-// Ranks as processes: each has one emulated GPU, and the NCCL unique id
-// travels through rank 0's TCP store.
+// Ranks as processes (`strata launch --nproc 4`): each process is one rank
+// of pp 2 x dp 2 with ZeRO-1, on one emulated GPU (the NCCL unique id
+// travels through rank 0's TCP store; activations cross processes by
+// send/recv, gradients by reduce-scatter, parameters by all-gather), runs
+// the serial plan on its CPU device itself and checks every tensor gathered
+// from the four ranks against it within verify's 1e-5 (Verify.cpp: f32
+// sums in other orders): the loss and gradients of a microbatch, each
+// step's loss (step 2's from the parameters ZeRO-1 gathered) and AdamW's
+// moments. Every rank prints its verdict; they are the in-process run's
+// numbers.
 TEST_F(NcclVerify, LaunchedProcessesVerify) {
-  EXPECT_EQ(
-      strata({"launch", "--nproc", "2", "--master-port", "0", "--", "strata",
-              "verify", spec("LLAMA"), "--pp", "2", "--microbatches", "2",
-              "--steps", "1", "--device", "cuda-interpret"}),
-      "");
-  EXPECT_NE(out_.find("[rank 0] OK: 23 tensors match"), std::string::npos)
-      << out_;
-  EXPECT_NE(out_.find("[rank 1] OK: 23 tensors match"), std::string::npos)
-      << out_;
+  std::vector<std::string> layout = {"--dp",
+                                     "2",
+                                     "--pp",
+                                     "2",
+                                     "--microbatches",
+                                     "4",
+                                     "--distributed-optimizer",
+                                     "--steps",
+                                     "2",
+                                     "--device",
+                                     "cuda-interpret"};
+  std::vector<std::string> args = {"launch",        "--nproc", "4",
+                                   "--master-port", "0",       "--",
+                                   "strata",        "verify",  spec("LLAMA")};
+  args.insert(args.end(), layout.begin(), layout.end());
+  ASSERT_EQ(strata(args), "");
+  std::string launched = out_;
+  EXPECT_NE(launched.find("[rank 0] verify m: serial (1 CPU device) vs tp=1 "
+                          "dp=2 distributed-optimizer pp=2 1f1b "
+                          "microbatches=4 recompute=none (4 cuda-interpret "
+                          "devices, one process each), 2 AdamW steps"),
+            std::string::npos)
+      << launched;
+  std::smatch ok;
+  ASSERT_TRUE(std::regex_search(
+      launched, ok,
+      std::regex("\\[rank 0\\] (OK: 66 tensors match within 1e-05 .*)")))
+      << launched;
+  for (int r = 1; r < 4; ++r)
+    EXPECT_NE(launched.find("[rank " + std::to_string(r) + "] " + ok[1].str()),
+              std::string::npos)
+        << launched;
+  // The same numbers as every rank in one process.
+  std::vector<std::string> one = {"verify", spec("LLAMA")};
+  one.insert(one.end(), layout.begin(), layout.end());
+  ASSERT_EQ(strata(one), "");
+  EXPECT_NE(out_.find(ok[1].str()), std::string::npos) << out_;
 }
 
 /// Starts `n` training ranks of `spec` with the parallel flags `layout`
