@@ -8,7 +8,8 @@
 // in interpret mode, the same calls either way. A collective along a dim other
 // than the outermost packs the dim's blocks into a contiguous scratch buffer
 // first (and unpacks after) with the strided-copy kernel, as
-// runtime/comm/CollectiveKernels.cpp does on the host.
+// runtime/comm/CollectiveKernels.cpp does on the host; the buffer is the
+// communicator's, reused in stream order (nccl/NcclCommunicator.h).
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaDevice.h"
@@ -17,6 +18,8 @@
 #include "runtime/comm/GlooCommunicator.h"
 #include "runtime/cuda/nccl/InterpretNccl.h"
 #include "runtime/cuda/nccl/NcclGroups.h"
+
+#include "llvm/ADT/ScopeExit.h"
 
 namespace strata {
 
@@ -82,6 +85,24 @@ llvm::Error CudaDevice::connectCollectives(Communicators &comms) {
   return llvm::Error::success();
 }
 
+std::vector<int64_t> CudaDevice::packingBuffers(const Graph &g, const Node &n) {
+  if (n.op != OpKind::AllGather && n.op != OpKind::ReduceScatter &&
+      n.op != OpKind::AllToAll)
+    return {};
+  const TensorType &inT = g.type(n.operands[0]), &outT = g.type(n.results[0]);
+  if (n.op == OpKind::AllToAll)
+    return {inT.bytes(), inT.bytes()};
+  const TensorType &split = n.op == OpKind::AllGather ? inT : outT;
+  auto dim = dimAttr(n, split, "dim");
+  if (!dim) {
+    llvm::consumeError(dim.takeError()); // the launch reports it
+    return {};
+  }
+  if (viewAround(split, *dim).outer == 1)
+    return {};
+  return {n.op == OpKind::AllGather ? outT.bytes() : inT.bytes()};
+}
+
 llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
                                          const void *in, void *out,
                                          const LaunchContext &ctx) {
@@ -132,10 +153,18 @@ llvm::Error CudaDevice::launchCollective(const Graph &g, const Node &n,
   c->orderWith(s);
   c->setTrace(trace_, traceRank_);
   const int64_t size = c->size();
+  // Packing buffers go back to the communicator once the node's last use
+  // of them is enqueued on `s`: the next collective of `s` may reuse them.
+  std::vector<cuda::DevicePtr> packing;
+  auto recycle = llvm::make_scope_exit([&] {
+    for (cuda::DevicePtr p : packing)
+      c->recycle(p, s);
+  });
   auto scratch = [&](int64_t bytes) -> llvm::Expected<void *> {
-    auto p = c->scratch(bytes);
+    auto p = c->scratch(bytes, s);
     if (!p)
       return p.takeError();
+    packing.push_back(*p);
     return reinterpret_cast<void *>(*p);
   };
   switch (n.op) {

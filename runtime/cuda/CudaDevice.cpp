@@ -8,10 +8,13 @@
 #include "runtime/cuda/Widen.h"
 #include "runtime/cuda/nccl/NcclGroups.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <optional>
 
 namespace strata {
@@ -222,13 +225,29 @@ widenedKernel(const Graph &g, const Node &node, const std::string &name) {
 }
 
 /// What running `g` takes beyond its buffers: the largest f32 copies of a
-/// 16-bit node, the largest hand-written kernel scratch, and the column-sum
-/// partials of its generated kernels.
+/// 16-bit node, the largest hand-written kernel scratch, the column-sum
+/// partials of its generated kernels, the staging copies of its sends, and
+/// per group and size the most packing buffers one collective takes.
 struct GraphWorkspace {
-  int64_t widen = 0, opScratch = 0, partial = 0;
+  int64_t widen = 0, opScratch = 0, partial = 0, sends = 0;
+  std::map<std::pair<std::string, int64_t>, int64_t> packing;
 };
 static GraphWorkspace workspaceOf(const Graph &g) {
   GraphWorkspace w;
+  for (const Node &n : g.nodes()) {
+    if (n.op == OpKind::Send)
+      w.sends += g.type(n.operands[0]).bytes();
+    std::map<int64_t, int64_t> sizes;
+    for (int64_t bytes : CudaDevice::packingBuffers(g, n))
+      ++sizes[bytes];
+    if (sizes.empty())
+      continue;
+    std::string group = llvm::join(n.attrs.getStrings("axes"), ",");
+    for (auto [bytes, count] : sizes) {
+      int64_t &most = w.packing[{group, bytes}];
+      most = std::max(most, count);
+    }
+  }
   auto partials = [&](const codegen::KernelPlan &p) {
     w.partial = std::max(w.partial, codegen::cudaLaunchOf(p).partialDoubles *
                                         int64_t(sizeof(double)));
@@ -256,14 +275,23 @@ static GraphWorkspace workspaceOf(const Graph &g) {
 }
 
 int64_t CudaDevice::workspaceBytes(llvm::ArrayRef<const Graph *> graphs) {
-  int64_t widen = 0, opScratch = 0, partials = 0;
+  int64_t widen = 0, opScratch = 0, partials = 0, sends = 0, packing = 0;
+  std::map<std::pair<std::string, int64_t>, int64_t> buffers;
+  llvm::SmallPtrSet<const Graph *, 8> prepared;
   for (const Graph *g : graphs) {
     GraphWorkspace w = workspaceOf(*g);
     widen = std::max(widen, w.widen);
     opScratch = std::max(opScratch, w.opScratch);
-    partials += w.partial;
+    if (prepared.insert(g).second)
+      partials += w.partial;
+    sends += w.sends;
+    for (const auto &[key, count] : w.packing)
+      buffers[key] = std::max(buffers[key], count);
   }
-  return cuda::kGemmWorkspaceBytes + widen + opScratch + partials;
+  for (const auto &[key, count] : buffers)
+    packing += key.second * count;
+  return cuda::kGemmWorkspaceBytes + widen + opScratch + partials + sends +
+         packing;
 }
 
 bool CudaDevice::supports(const Graph &g, const Node &node) const {

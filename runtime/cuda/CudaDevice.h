@@ -68,10 +68,18 @@ public:
   void *allocate(int64_t bytes) override;
   void deallocate(void *ptr) override;
   std::optional<int64_t> freeBytes() override;
-  /// The cuBLASLt workspace, the scratch of the hand-written kernels and of
+  /// `graphs`: the programs of one step, each as often as it runs. The
+  /// cuBLASLt workspace, the scratch of the hand-written kernels and of
   /// 16-bit nodes' f32 copies (one buffer each, sized at prepare() for the
-  /// largest graph), and each graph's column-sum partials.
+  /// largest graph), each graph's column-sum partials, and the NCCL
+  /// communicators' buffers: a staging copy of every send of the step (the
+  /// most in flight at once, as when the peer receives late) and, per group
+  /// and size, the most packing buffers one collective takes (reused in
+  /// stream order; the programs' collectives run on one stream).
   int64_t workspaceBytes(llvm::ArrayRef<const Graph *> graphs) override;
+  /// The sizes of the packing buffers collective `n` of `g` takes from its
+  /// communicator (a dim other than the outermost; CudaCollectives.cpp).
+  static std::vector<int64_t> packingBuffers(const Graph &g, const Node &n);
   StreamId createStream() override;
   std::unique_ptr<Event> createEvent() override;
   void record(Event &event, StreamId stream) override;

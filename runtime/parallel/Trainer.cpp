@@ -84,8 +84,9 @@ llvm::Error checkGroup(const ParallelConfig &config, DeviceGroup &group) {
 }
 
 /// Each local device with a memory of its own has room for its pipeline
-/// rank's planned peak and the device's own workspace for the rank's
-/// programs, checked before anything is allocated.
+/// rank's planned peak and the device's own workspace for the programs the
+/// rank runs in a step (each microbatch's once), checked before anything is
+/// allocated.
 llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
   int64_t perStage =
       group.mesh().numDevices() / std::max<int64_t>(c.pipeline.pp, 1);
@@ -97,7 +98,8 @@ llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
     std::vector<const Graph *> programs;
     for (const PipelineStage &st : c.pipeline.stages)
       if (st.rank == pipeRank)
-        programs.push_back(&st.forward), programs.push_back(&st.backward);
+        for (int64_t m = 0; m < c.pipeline.schedule.microbatches; ++m)
+          programs.push_back(&st.forward), programs.push_back(&st.backward);
     if (pipeRank < int64_t(c.pipeline.optimizers.size()))
       programs.push_back(&c.pipeline.optimizers[pipeRank]);
     int64_t peak = c.memory.ranks[pipeRank].peak,
@@ -109,8 +111,8 @@ llvm::Error checkDeviceMemory(const CompiledPipeline &c, DeviceGroup &group) {
                  " of pipeline rank " + llvm::Twine(pipeRank) + ") and " +
                  formatBytes(own) +
                  " of the device's own workspace (GEMM workspace, kernel "
-                 "scratch, 16-bit nodes' f32 copies): use a smaller micro "
-                 "batch, --recompute, more --tp or --pp, or "
+                 "scratch, 16-bit nodes' f32 copies, NCCL staging): use a "
+                 "smaller micro batch, --recompute, more --tp or --pp, or "
                  "--distributed-optimizer");
   }
   return llvm::Error::success();

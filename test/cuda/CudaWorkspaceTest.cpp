@@ -12,6 +12,7 @@
 #include "runtime/cuda/interpret/InterpretDriver.h"
 
 #include "ir/Builder.h"
+#include "ir/IRText.h"
 #include "runtime/Executable.h"
 
 #include <gtest/gtest.h>
@@ -58,6 +59,37 @@ TEST(CudaWorkspace, ARunTakesWhatWorkspaceBytesSaidBeforehand) {
   int64_t used = free0 - *d.freeBytes() - arena;
   EXPECT_GE(used, want);
   EXPECT_LE(used, want + 4 * 256);
+}
+
+// The NCCL communicators' buffers (nccl/NcclCommunicator.h): a staging copy
+// of every send run in the step, and per group and size the most packing
+// buffers one collective takes, reused in stream order by the others.
+TEST(CudaWorkspace, CommunicatorBuffersAreCountedPerSendAndPerPackingSize) {
+  auto g = parseGraph(R"(
+graph @comm mesh<pp=2,tp=2> partitioned(%x: f32[2,4,8], %y: f32[2,8,8], %h: f32[64,32]) {
+  %g1 = all_gather(%x) {axes=["tp"], dim=1} : f32[2,8,8]
+  %g2 = all_gather(%x) {axes=["tp"], dim=1} : f32[2,8,8]
+  %rs = reduce_scatter(%y) {axes=["tp"], dim=1} : f32[2,4,8]
+  %a = all_to_all(%y) {axes=["tp"], split_dim=1, concat_dim=2} : f32[2,4,16]
+  %g0 = all_gather(%x) {axes=["tp"], dim=0} : f32[4,4,8]
+  send(%h) {axes=["pp"], peer=1, tag=0}
+  return %g1, %g2, %rs, %a, %g0
+}
+)",
+                      "comm.ir");
+  ASSERT_TRUE(bool(g)) << llvm::toString(g.takeError());
+  auto dev = CudaDevice::create(cuda::makeInterpretDriver(int64_t(1) << 30));
+  ASSERT_TRUE(bool(dev)) << llvm::toString(dev.takeError());
+  CudaDevice &d = **dev;
+  EXPECT_EQ(d.workspaceBytes({}), cuda::kGemmWorkspaceBytes);
+  // The gathers along dim 1 and the reduce-scatter pack through one
+  // 512-byte buffer each ([2,8,8] f32), the all-to-all through two of 512:
+  // [tp] needs two 512-byte buffers. The gather along dim 0 packs nothing.
+  // The send stages its 8 KiB operand once per run.
+  const int64_t send = 64 * 32 * 4, packing = 2 * 512;
+  EXPECT_EQ(d.workspaceBytes({&*g}) - cuda::kGemmWorkspaceBytes,
+            send + packing);
+  EXPECT_EQ(d.workspaceBytes({&*g, &*g}) - d.workspaceBytes({&*g}), send);
 }
 
 } // namespace

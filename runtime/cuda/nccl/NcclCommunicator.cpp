@@ -56,8 +56,8 @@ NcclCommunicator::NcclCommunicator(Nccl &nccl, Driver &driver,
 
 NcclCommunicator::~NcclCommunicator() {
   llvm::consumeError(release());
-  for (DevicePtr p : free_)
-    llvm::consumeError(driver_.free(p));
+  for (const Buffer &b : free_)
+    llvm::consumeError(driver_.free(b.ptr));
   if (!watchdog_.aborted())
     nccl_.commDestroy(comm_);
   llvm::consumeError(driver_.destroyEvent(before_));
@@ -248,44 +248,82 @@ llvm::Error NcclCommunicator::postSend(const void *buf, int64_t count, DType dt,
     return err("send: peer " + llvm::Twine(peer) + " is not another rank of " +
                name_);
   int64_t bytes = count * dtypeBytes(dt);
-  auto staging = scratch(bytes);
+  collectDone();
+  auto staging = take(bytes, nullptr, true);
   if (!staging)
     return staging.takeError();
   if (auto e = driver_.copyOnDevice(*staging, DevicePtr(buf), bytes, compute_))
     return e;
   const void *p = reinterpret_cast<const void *>(*staging);
-  return run("send", peer, false, bytes, [&](StreamHandle s) {
-    return nccl_.send(p, size_t(count), ncclType(dt), int(peer), comm_, s);
-  });
+  if (auto e = run("send", peer, false, bytes, [&](StreamHandle s) {
+        return nccl_.send(p, size_t(count), ncclType(dt), int(peer), comm_, s);
+      }))
+    return e;
+  // The communication stream reaches this once the send is done.
+  return driver_.launchHost(
+      [done = done_, ptr = *staging] {
+        std::lock_guard<std::mutex> lock(done->mu);
+        done->ptrs.push_back(ptr);
+        return llvm::Error::success();
+      },
+      stream_);
 }
 
-llvm::Expected<DevicePtr> NcclCommunicator::scratch(int64_t bytes) {
-  for (size_t i = 0; i < free_.size(); ++i)
-    if (freeBytes_[i] == bytes) {
-      DevicePtr p = free_[i];
-      free_.erase(free_.begin() + i);
-      freeBytes_.erase(freeBytes_.begin() + i);
-      held_.push_back(p);
-      heldBytes_.push_back(bytes);
-      return p;
+llvm::Expected<DevicePtr> NcclCommunicator::scratch(int64_t bytes,
+                                                    StreamHandle stream) {
+  return take(bytes, stream, false);
+}
+
+void NcclCommunicator::recycle(DevicePtr p, StreamHandle stream) {
+  for (size_t i = 0; i < held_.size(); ++i)
+    if (held_[i].ptr == p) {
+      held_[i].stream = stream;
+      free_.push_back(held_[i]);
+      held_.erase(held_.begin() + i);
+      return;
     }
+}
+
+llvm::Expected<DevicePtr>
+NcclCommunicator::take(int64_t bytes, StreamHandle stream, bool staging) {
+  for (size_t i = 0; i < free_.size(); ++i) {
+    const Buffer &b = free_[i];
+    if (b.bytes == bytes && b.staging == staging &&
+        (!b.stream || b.stream == stream)) {
+      held_.push_back(b);
+      free_.erase(free_.begin() + i);
+      return held_.back().ptr;
+    }
+  }
   auto p = driver_.allocate(bytes);
   if (!p)
     return p.takeError();
-  held_.push_back(*p);
-  heldBytes_.push_back(bytes);
+  held_.push_back({*p, bytes, nullptr, staging});
   return *p;
+}
+
+void NcclCommunicator::collectDone() {
+  std::vector<DevicePtr> done;
+  {
+    std::lock_guard<std::mutex> lock(done_->mu);
+    done.swap(done_->ptrs);
+  }
+  for (DevicePtr p : done)
+    recycle(p, nullptr);
 }
 
 llvm::Error NcclCommunicator::release() {
   llvm::Error e = driver_.synchronize(stream_);
   if (e) // a call failed on the stream (interpret mode: a Gloo error)
     e = err("NCCL over group " + name_ + ": " + llvm::toString(std::move(e)));
-  // Kept for reuse by the next step's messages of the same sizes.
+  collectDone();
+  // Every use is done: kept for any stream's next messages of the sizes.
+  for (Buffer &b : held_)
+    b.stream = nullptr;
   free_.insert(free_.end(), held_.begin(), held_.end());
-  freeBytes_.insert(freeBytes_.end(), heldBytes_.begin(), heldBytes_.end());
   held_.clear();
-  heldBytes_.clear();
+  for (Buffer &b : free_)
+    b.stream = nullptr;
   return e;
 }
 

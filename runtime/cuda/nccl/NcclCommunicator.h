@@ -10,9 +10,13 @@
 //
 // Sends are eager, as the pipeline expects (passes/pipeline/Schedule.h): a
 // send copies its buffer to a staging buffer on the compute stream and the
-// compute stream does not wait for the send. Staging buffers and the
-// scratch of packed collectives are held until release() (after the
-// device synchronized).
+// compute stream does not wait for the send. A staging buffer is reused
+// once its send is done (a host callback on the communication stream says
+// so). The scratch of a packed collective is reused by the next collective
+// of its compute stream at once: that stream's later work runs after every
+// use (stream-ordered reuse, as PyTorch's caching allocator). So the
+// buffers held at once are those of the sends in flight and one packed
+// collective per size, not a whole step's.
 //
 // The watchdog (NcclWatchdog.h) sees every call: host callbacks on the
 // communication stream mark when the stream reaches the call and when the
@@ -25,6 +29,8 @@
 #include "runtime/cuda/nccl/Nccl.h"
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace strata {
@@ -89,10 +95,14 @@ public:
     return llvm::Error::success();
   }
 
-  /// A device buffer of `bytes` held until release().
-  llvm::Expected<DevicePtr> scratch(int64_t bytes);
-  /// Waits for the communication stream and frees the staging and scratch
-  /// buffers.
+  /// A device buffer of `bytes` for a packed collective of `stream`: one
+  /// `stream` recycled, else a new one.
+  llvm::Expected<DevicePtr> scratch(int64_t bytes, StreamHandle stream);
+  /// Gives scratch `p` back once the collective's last use of it is
+  /// enqueued on `stream`; later work of `stream` may take it at once.
+  void recycle(DevicePtr p, StreamHandle stream);
+  /// Waits for the communication stream; every buffer is then free for any
+  /// stream.
   llvm::Error release();
 
 private:
@@ -115,8 +125,26 @@ private:
   int64_t rank_, size_;
   std::string name_;
   std::vector<int64_t> globalRanks_;
-  std::vector<DevicePtr> held_, free_;
-  std::vector<int64_t> heldBytes_, freeBytes_;
+  /// A staging or scratch buffer; `stream`: the compute stream whose later
+  /// work may reuse it (null: any, its last use is done).
+  struct Buffer {
+    DevicePtr ptr = 0;
+    int64_t bytes = 0;
+    StreamHandle stream = nullptr;
+    bool staging = false;
+  };
+  /// A free buffer of the kind and size usable on `stream`, else a new one.
+  llvm::Expected<DevicePtr> take(int64_t bytes, StreamHandle stream,
+                                 bool staging);
+  /// Frees the staging buffers whose sends are done.
+  void collectDone();
+  std::vector<Buffer> held_, free_;
+  /// Staging buffers whose send is done, from the host callbacks.
+  struct DoneSends {
+    std::mutex mu;
+    std::vector<DevicePtr> ptrs;
+  };
+  std::shared_ptr<DoneSends> done_ = std::make_shared<DoneSends>();
 };
 
 /// NCCL's type of `dt`.
