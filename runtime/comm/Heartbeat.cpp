@@ -114,7 +114,18 @@ void StoreHeartbeat::State::beatLoop() {
   int64_t next = (rank + 1) % world;
   std::vector<char> seen, value;
   bool watching = next != rank;
+  // Since this rank started, or since the watched rank's count last changed.
+  // A rank that never beats (it did not start, or died starting, as one
+  // killed while the others wait for it in the rendezvous) counts from this
+  // rank's start: the rendezvous would wait for it its whole timeout (300 s).
   Clock::time_point changed = Clock::now();
+  auto stall = [&](const std::string &m) {
+    store->set(kStalledKey, std::vector<char>(m.begin(), m.end()));
+    // The store lives in rank 0: give the others time to read the key.
+    if (rank == 0)
+      std::this_thread::sleep_for(2 * options.interval);
+    fire(m);
+  };
   try {
     for (int64_t count = 0;; ++count) {
       std::string c = std::to_string(count);
@@ -131,17 +142,20 @@ void StoreHeartbeat::State::beatLoop() {
           seen = value;
           changed = Clock::now();
         } else if (Clock::now() - changed > options.timeout) {
-          std::string m = "rank " + std::to_string(next) +
-                          " sent no heartbeat for " + seconds(options.timeout) +
-                          " s (stopped or hung; seen by rank " +
-                          std::to_string(rank) + "); stopping this rank";
-          store->set(kStalledKey, std::vector<char>(m.begin(), m.end()));
-          // The store lives in rank 0: give the others time to read the key.
-          if (rank == 0)
-            std::this_thread::sleep_for(2 * options.interval);
-          fire(m);
+          stall("rank " + std::to_string(next) + " sent no heartbeat for " +
+                seconds(options.timeout) +
+                " s (stopped or hung; seen by rank " + std::to_string(rank) +
+                "); stopping this rank");
           break;
         }
+      } else if (watching && Clock::now() - changed > options.timeout) {
+        stall("rank " + std::to_string(next) + " sent no heartbeat in the " +
+              seconds(options.timeout) + " s since rank " +
+              std::to_string(rank) +
+              " started (it did not start, or died starting; " +
+              kHeartbeatTimeoutVar +
+              " gives ranks that start slowly more time); stopping this rank");
+        break;
       }
       if (!sleep()) {
         const std::string done = "done";

@@ -386,6 +386,36 @@ TEST_F(NcclVerify, AStoppedRankIsFoundByTheTimeout) {
   EXPECT_NE(err1.find("rank 1"), std::string::npos) << err1;
 }
 
+// A rank that dies before its first heartbeat (killed while starting; here
+// it never starts) leaves its peers waiting for it in the rendezvous, whose
+// store wait ends only after STRATA_COMM_TIMEOUT (300 s): no connection to it
+// exists yet to close. The heartbeat (3 s here) counts a rank that has not
+// beaten since the watcher started as stopped too, so rank 0 names it and
+// exits. Before, rank 0 waited the whole 300 s (a kill 0.37 s after start
+// reproduced it: rank 0 in connectFullMesh's store wait).
+TEST_F(NcclVerify, ARankThatNeverStartsEndsItsPeer) {
+  int port = 30000 + (getpid() * 11) % 20000;
+  auto start = std::chrono::steady_clock::now();
+  std::string err =
+      strata({"train", spec("GPT"), "--dp", "2", "--steps", "2", "--sample",
+              "0", "--device", "cuda-interpret", "--out", dir_ + "/run"},
+             {"RANK=0", "LOCAL_RANK=0", "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2",
+              "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port),
+              "STRATA_HEARTBEAT_TIMEOUT=3"});
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // 3 s of silence after the store is up, plus starting and a busy machine.
+  EXPECT_LT(seconds, 30) << err;
+  EXPECT_NE(err.find("exit 1: "), std::string::npos) << err;
+  EXPECT_NE(err.find("strata train: error: rank 1 sent no heartbeat in the 3 "
+                     "s since rank 0 started (it did not start, or died "
+                     "starting; STRATA_HEARTBEAT_TIMEOUT gives ranks that "
+                     "start slowly more time); stopping this rank"),
+            std::string::npos)
+      << err;
+}
+
 // Under srun (one launcher per node), node 1 of 2 starts global ranks 2
 // and 3 of 4, meeting at the first host of the node list on the job's port.
 TEST_F(NcclVerify, LaunchTakesItsNodeFromSlurm) {
