@@ -196,6 +196,16 @@ StoreHeartbeat::start(const std::string &host, int port, int64_t rank,
   auto store = TcpStore::connect(host, port, options.timeout);
   if (!store)
     return store.takeError();
+  // Once this process ends, its connection closes and the server marks the
+  // rank as exited: peers waiting for its keys in the rendezvous fail at
+  // once (TcpStore::wait) rather than after the rendezvous timeout.
+  try {
+    std::string will = "rank " + std::to_string(rank) + " exited";
+    (*store)->setWill(kRankExitedKey,
+                      std::vector<char>(will.begin(), will.end()));
+  } catch (const std::exception &e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), e.what());
+  }
   auto s = std::make_shared<State>();
   s->store = std::move(*store);
   s->rank = rank;

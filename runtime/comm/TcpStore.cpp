@@ -74,7 +74,7 @@ bool readBytes(int fd, std::vector<char> &out) {
   return readAll(fd, out.data(), n);
 }
 
-enum Op : uint8_t { kSet = 0, kGet = 1 };
+enum Op : uint8_t { kSet = 0, kGet = 1, kWill = 2 };
 } // namespace
 
 llvm::Expected<std::unique_ptr<TcpStoreServer>>
@@ -137,13 +137,32 @@ void TcpStoreServer::acceptLoop() {
 }
 
 void TcpStoreServer::serve(int fd) {
+  std::string willKey;
+  std::vector<char> willValue;
+  serveRequests(fd, willKey, willValue);
+  // The client is gone (unless the server is stopping): its will.
+  if (!willKey.empty() && !stop_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_[willKey] = std::move(willValue);
+  }
+}
+
+void TcpStoreServer::serveRequests(int fd, std::string &willKey,
+                                   std::vector<char> &willValue) {
   while (true) {
     uint8_t op;
     std::vector<char> key, value;
     if (!readAll(fd, &op, 1) || !readBytes(fd, key))
       return;
     std::string k(key.begin(), key.end());
-    if (op == kSet) {
+    if (op == kWill) {
+      if (!readBytes(fd, willValue))
+        return;
+      willKey = k;
+      uint8_t ok = 1;
+      if (!writeAll(fd, &ok, 1))
+        return;
+    } else if (op == kSet) {
       if (!readBytes(fd, value))
         return;
       {
@@ -207,8 +226,17 @@ TcpStore::connect(const std::string &host, int port,
 TcpStore::~TcpStore() { ::close(fd_); }
 
 void TcpStore::set(const std::string &key, const std::vector<char> &data) {
+  request(kSet, key, data);
+}
+
+void TcpStore::setWill(const std::string &key, const std::vector<char> &value) {
+  request(kWill, key, value);
+}
+
+void TcpStore::request(uint8_t op, const std::string &key,
+                       const std::vector<char> &data) {
   std::lock_guard<std::mutex> lock(mu_);
-  uint8_t op = kSet, ok = 0;
+  uint8_t ok = 0;
   if (!writeAll(fd_, &op, 1) ||
       !writeBytes(fd_, key.data(), uint32_t(key.size())) ||
       !writeBytes(fd_, data.data(), uint32_t(data.size())) ||
@@ -246,7 +274,12 @@ void TcpStore::wait(const std::vector<std::string> &keys,
   auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<char> scratch;
   for (const std::string &key : keys) {
-    while (!tryGet(key, scratch)) {
+    for (int polls = 0; !tryGet(key, scratch); ++polls) {
+      // A rank that exited will not set the key (every 100 ms).
+      if (polls % 20 == 19 && tryGet(kRankExitedKey, scratch))
+        throw gloo::IoException(
+            "tcp store: " + std::string(scratch.begin(), scratch.end()) +
+            " while this rank waited for '" + key + "'");
       if (std::chrono::steady_clock::now() > deadline)
         throw gloo::IoException(
             "tcp store: timed out after " + std::to_string(timeout.count()) +

@@ -4,8 +4,12 @@
 // MASTER_ADDR:MASTER_PORT, and every rank (0 included) is a client that sets
 // keys and waits for others' keys. Gloo's full-mesh rendezvous uses it to
 // exchange the ranks' transport addresses. One request per round trip:
-//   request  op:u8 keylen:u32 key [vallen:u32 value]   (op 0 set, 1 get)
-//   reply    set: 1;  get: found:u8 [vallen:u32 value]
+//   request  op:u8 keylen:u32 key [vallen:u32 value]   (op 0 set, 1 get,
+//            2 will)
+//   reply    set, will: 1;  get: found:u8 [vallen:u32 value]
+// A will is set by the server when its client's connection ends: a rank
+// that dies while its peers wait for its keys (the rendezvous) fails their
+// waits at once, instead of after the whole timeout.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -25,6 +29,10 @@
 
 namespace strata {
 
+/// The key of the wills ranks leave (Heartbeat.cpp): set once a rank's
+/// process ended; every wait fails once it is set.
+constexpr const char *kRankExitedKey = "strata/exited";
+
 /// A free TCP port on the loopback interface, or -1 (another process may
 /// take it before the caller binds it; rare on one machine).
 int freeLoopbackPort();
@@ -41,6 +49,9 @@ private:
   TcpStoreServer() = default;
   void acceptLoop();
   void serve(int fd);
+  /// Answers `fd`'s requests until it closes; its will, if it left one.
+  void serveRequests(int fd, std::string &willKey,
+                     std::vector<char> &willValue);
 
   int listenFd_ = -1;
   int port_ = 0;
@@ -68,10 +79,15 @@ public:
             const std::chrono::milliseconds &timeout) override;
   /// One get round trip: the value, or nothing if the key is absent.
   bool tryGet(const std::string &key, std::vector<char> &value);
+  /// The server sets `key` to `value` when this connection ends (the process
+  /// exited or died).
+  void setWill(const std::string &key, const std::vector<char> &value);
 
 private:
   TcpStore(int fd, std::chrono::milliseconds timeout)
       : fd_(fd), timeout_(timeout) {}
+  void request(uint8_t op, const std::string &key,
+               const std::vector<char> &data);
 
   int fd_;
   std::chrono::milliseconds timeout_;

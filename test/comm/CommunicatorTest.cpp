@@ -495,5 +495,35 @@ TEST(TcpStore, SetGetWaitAndTimeout) {
   llvm::consumeError(none.takeError());
 }
 
+// A client's will: once its connection ends (its process died), the server
+// sets the key, and a wait for keys that client would have set fails at
+// once instead of after its timeout (a rank killed during the rendezvous).
+TEST(TcpStore, AClientsWillEndsTheWaitsForIt) {
+  auto server = TcpStoreServer::start(0);
+  ASSERT_TRUE(bool(server)) << llvm::toString(server.takeError());
+  auto dying = TcpStore::connect("127.0.0.1", (*server)->port(), 1s);
+  auto waiting = TcpStore::connect("127.0.0.1", (*server)->port(), 1s);
+  ASSERT_TRUE(dying && waiting);
+  std::string will = "rank 1 exited";
+  (*dying)->setWill(kRankExitedKey, {will.begin(), will.end()});
+  std::vector<char> v;
+  EXPECT_FALSE((*waiting)->tryGet(kRankExitedKey, v)); // alive: not yet
+  std::thread dies([&] {
+    std::this_thread::sleep_for(50ms);
+    dying->reset(); // closes the connection
+  });
+  auto start = std::chrono::steady_clock::now();
+  try {
+    (*waiting)->wait({"group/dp/0/1"}, 60s);
+    ADD_FAILURE() << "the wait ended without its key";
+  } catch (const std::exception &e) {
+    EXPECT_STREQ(e.what(), "tcp store: rank 1 exited while this rank waited "
+                           "for 'group/dp/0/1'");
+  }
+  dies.join();
+  // The will is read every 100 ms: far below the 60 s the wait had.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
 } // namespace
 } // namespace strata

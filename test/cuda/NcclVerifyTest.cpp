@@ -416,6 +416,77 @@ TEST_F(NcclVerify, ARankThatNeverStartsEndsItsPeer) {
       << err;
 }
 
+// A rank killed while its peers wait for it in the rendezvous (its keys in
+// rank 0's TCP store) ends them at once: its store connection closes and
+// the server sets the will it left (rank r exited), which fails every
+// store wait. Here rank 1 is started with another layout, so that both
+// ranks wait in the rendezvous for keys the other never sets, as a peer
+// slow to start would leave them; then it is killed. Before, rank 0 waited
+// until the heartbeat timeout (60 s by default), or 300 s had rank 1 not
+// beaten yet.
+TEST_F(NcclVerify, ARankKilledInTheRendezvousEndsItsPeerAtOnce) {
+  std::string port = std::to_string(30000 + (getpid() * 13) % 20000);
+  llvm::sys::ProcessInfo ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args{STRATA_BIN,
+                                  "train",
+                                  spec("GPT"),
+                                  r == 0 ? "--tp" : "--dp",
+                                  "2",
+                                  "--steps",
+                                  "2",
+                                  "--sample",
+                                  "0",
+                                  "--device",
+                                  "cuda-interpret",
+                                  "--out",
+                                  dir_ + "/run" + std::to_string(r)};
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::vector<std::string> vars;
+    for (char **e = environ; *e; ++e)
+      vars.push_back(*e);
+    vars.insert(vars.end(),
+                {"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
+                 "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                 "MASTER_PORT=" + port});
+    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
+    std::string err = dir_ + "/err" + std::to_string(r);
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::None, llvm::StringRef("/dev/null"), llvm::StringRef(err)};
+    ranks[r] = llvm::sys::ExecuteNoWait(
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    ASSERT_GT(ranks[r].Pid, 0);
+  }
+  // Both wait in the rendezvous (rank 0 for [tp], rank 1 for [dp]) soon
+  // after their note on the vocabulary.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((read(dir_ + "/err0").find("note:") == std::string::npos ||
+          read(dir_ + "/err1").find("note:") == std::string::npos) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  kill(ranks[1].Pid, SIGKILL);
+  llvm::sys::Wait(ranks[1], 0, true);
+  auto killed = std::chrono::steady_clock::now();
+  llvm::sys::ProcessInfo done = waitUpTo(ranks[0], 60);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+          .count();
+  if (done.Pid == 0) {
+    kill(ranks[0].Pid, SIGKILL);
+    llvm::sys::Wait(ranks[0], 0, true);
+  }
+  std::string err = read(dir_ + "/err0");
+  // The waits read the will every 100 ms; a busy machine adds a little.
+  EXPECT_LT(seconds, 10) << err;
+  EXPECT_EQ(done.ReturnCode, 1) << err;
+  EXPECT_NE(err.find("connecting group [tp] (ranks 0,1) as its rank 0: tcp "
+                     "store: rank 1 exited while this rank waited for "
+                     "'group/tp/0/1'"),
+            std::string::npos)
+      << err;
+}
+
 // Under srun (one launcher per node), node 1 of 2 starts global ranks 2
 // and 3 of 4, meeting at the first host of the node list on the job's port.
 TEST_F(NcclVerify, LaunchTakesItsNodeFromSlurm) {
