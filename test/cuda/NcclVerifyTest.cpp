@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 #include "test/cuda/TextDirTest.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 
@@ -25,6 +26,7 @@
 #include <csignal>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 #include <unistd.h>
 
@@ -82,6 +84,7 @@ protected:
 
 public:
   std::string contents(const std::string &path) { return read(path); }
+  std::string run(std::vector<std::string> args) { return strata(args); }
 };
 
 TEST_F(NcclVerify, TensorSequenceAndDataParallelZeroGpt) {
@@ -121,6 +124,87 @@ TEST_F(NcclVerify, TheTraceShowsNcclCallsOnTheirCommunicatorsRows) {
   EXPECT_NE(text.find("\"nccl [tp] (ranks 0,1)\""), std::string::npos);
   EXPECT_NE(text.find("\"cat\":\"collective\",\"dur\":"), std::string::npos);
   EXPECT_NE(text.find("\"name\":\"all_reduce\""), std::string::npos);
+}
+
+/// In rank 0's --trace of a dp 2 step over two microbatches with small
+/// buckets (NCCL on cuda-interpret): when its first all_reduce on the dp
+/// communicator's row began and its last backward program ended (us).
+std::pair<int64_t, int64_t> firstReduceAndLastBackward(NcclVerify &t,
+                                                       const std::string &spec,
+                                                       const std::string &dir,
+                                                       bool overlap) {
+  std::string trace = dir + "/trace" + std::to_string(overlap) + ".json";
+  EXPECT_EQ(t.run({"train",
+                   spec,
+                   "--dp",
+                   "2",
+                   "--grad-accum",
+                   "2",
+                   "--steps",
+                   "1",
+                   "--eval-iters",
+                   "1",
+                   "--sample",
+                   "0",
+                   "--device",
+                   "cuda-interpret",
+                   "--dp-bucket-mb",
+                   "0.004",
+                   std::string("--overlap-grad-reduce=") +
+                       (overlap ? "true" : "false"),
+                   "--out",
+                   dir + "/run" + std::to_string(overlap),
+                   "--trace",
+                   trace}),
+            "");
+  auto json = llvm::json::parse(t.contents(trace));
+  if (!json) {
+    ADD_FAILURE() << llvm::toString(json.takeError());
+    return {-1, -1};
+  }
+  const llvm::json::Array &events =
+      *json->getAsObject()->getArray("traceEvents");
+  std::set<int64_t> dpRows; // rank 0's rows of NCCL calls over [dp]
+  for (const llvm::json::Value &e : events) {
+    const llvm::json::Object &o = *e.getAsObject();
+    if (o.getString("ph").getValueOr("") == "M" &&
+        o.getInteger("pid").getValueOr(-1) == 0)
+      if (const llvm::json::Object *args = o.getObject("args"))
+        if (args->getString("name").getValueOr("").startswith("nccl [dp]"))
+          dpRows.insert(o.getInteger("tid").getValueOr(-1));
+  }
+  int64_t reduce = -1, backwardEnd = -1;
+  for (const llvm::json::Value &e : events) {
+    const llvm::json::Object &o = *e.getAsObject();
+    if (o.getInteger("pid").getValueOr(-1) != 0 ||
+        o.getString("ph").getValueOr("") != "X")
+      continue;
+    llvm::StringRef name = o.getString("name").getValueOr("");
+    int64_t ts = o.getInteger("ts").getValueOr(0),
+            end = ts + o.getInteger("dur").getValueOr(0);
+    if (name == "all_reduce" &&
+        dpRows.count(o.getInteger("tid").getValueOr(-1)))
+      reduce = reduce < 0 ? ts : std::min(reduce, ts);
+    if (name.startswith("B"))
+      backwardEnd = std::max(backwardEnd, end);
+  }
+  return {reduce, backwardEnd};
+}
+
+// Overlapped gradient reduction on the NCCL path, in the trace: the first
+// bucket's all_reduce over dp starts on its communicator's stream while
+// the last backward runs; with --overlap-grad-reduce=false, after it.
+// (GradReduceTest checks the same on CPU devices, and that both give
+// bitwise-equal losses and state on CPU and cuda-interpret.)
+TEST_F(NcclVerify, TheTraceShowsTheGradientReductionOverlappingTheBackward) {
+  std::string s = spec("GPT");
+  auto [reduce, end] = firstReduceAndLastBackward(*this, s, dir_, true);
+  ASSERT_GE(reduce, 0);
+  ASSERT_GE(end, 0);
+  EXPECT_LT(reduce, end);
+  auto [seqReduce, seqEnd] = firstReduceAndLastBackward(*this, s, dir_, false);
+  ASSERT_GE(seqReduce, 0);
+  EXPECT_GE(seqReduce, seqEnd);
 }
 
 // Ranks as processes (`strata launch --nproc 4`): each process is one rank
