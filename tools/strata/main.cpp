@@ -18,6 +18,7 @@
 #include <csignal>
 #include <system_error>
 
+#include <cctype>
 #include <cstdio>
 #include <deque>
 #include <optional>
@@ -99,6 +100,7 @@ void showDefaultsInHelp() {
     for (auto &entry : cl::getRegisteredOptions(*v.command)) {
       cl::Option *o = entry.second;
       if (o->HelpStr.contains("default") ||
+          o->getNumOccurrencesFlag() == cl::Required ||
           !is_contained(o->Categories, &strataCategory()))
         continue;
       if (auto text = defaultText(o)) {
@@ -118,6 +120,23 @@ std::string usageLine() {
         line += " " + o->HelpStr.str();
     }
   return line;
+}
+
+/// ": <its description>" of the current verb's option `flag` ("--cluster"),
+/// or "".
+std::string flagHelp(StringRef flag) {
+  for (const Verb &v : registeredVerbs())
+    if (v.command->getName() == currentVerb())
+      for (auto &entry : cl::getRegisteredOptions(*v.command))
+        if (StringRef h = entry.second->HelpStr;
+            entry.first() == flag.ltrim('-') && h.size() > 1) {
+          // "A built-in cluster" -> "a built-in cluster"; "NCCL ..." stays.
+          bool word = std::isupper(h[0]) && !std::isupper(h[1]);
+          return ": " +
+                 (word ? h.take_front(1).lower() : h.take_front(1).str()) +
+                 h.drop_front(1).str();
+        }
+  return "";
 }
 
 /// llvm::cl's first complaint (`strata: for the --x option: ...`, with
@@ -159,7 +178,9 @@ std::string clError(StringRef text) {
     if (what.contains("value invalid for floating point"))
       return (flag + " takes a number, got " + value + " (" + help + ")").str();
     if (what.contains("must be specified at least once"))
-      return (flag + " is required (usage: " + usageLine() + ")").str();
+      return (flag + " is required" + flagHelp(flag) +
+              " (usage: " + usageLine() + ")")
+          .str();
     return (flag + ": " + what + " (" + help + ")").str();
   }
   return l.str();
