@@ -10,7 +10,13 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SHA1.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <mutex>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace strata {
 
@@ -33,14 +39,37 @@ runTool(llvm::ArrayRef<llvm::StringRef> args) {
           llvm::sys::fs::createTemporaryFile("strata-cxx", "log", log))
     return err("cannot create a temporary file (" + ec.message() + ")");
   auto remove = llvm::make_scope_exit([&] { llvm::sys::fs::remove(log); });
-  llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), log.str(),
-                                                 log.str()};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(args[0], args, llvm::None, redirects, 0, 0,
-                                     &message);
-  if (rc < 0)
-    return err("cannot run " + args[0] + " (" + message + ")");
-  return std::make_pair(rc, readFileOr(log, ""));
+  // posix_spawn rather than llvm::sys::Execute*, to close every descriptor
+  // of this process but the redirected three in the compiler: a rank's Gloo
+  // and store connections inherited by it outlived a killed rank for the
+  // whole compile, and its peers, blocked on them, saw no EOF until then
+  // (or until the heartbeat timeout).
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  auto destroy =
+      llvm::make_scope_exit([&] { posix_spawn_file_actions_destroy(&files); });
+  std::string logPath = log.str().str();
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, logPath.c_str(),
+                                   O_WRONLY | O_TRUNC, 0600);
+  posix_spawn_file_actions_adddup2(&files, 1, 2);
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);
+  std::vector<std::string> strings(args.begin(), args.end());
+  std::vector<char *> argv;
+  for (std::string &a : strings)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (int e = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ))
+    return err("cannot run " + args[0] + " (" + strerror(e) + ")");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      return err("cannot wait for " + args[0] + " (" + strerror(errno) + ")");
+  if (!WIFEXITED(status))
+    return err(args[0] + " was killed by signal " +
+               llvm::Twine(WTERMSIG(status)));
+  return std::make_pair(WEXITSTATUS(status), readFileOr(log, ""));
 }
 
 // What the library bytes depend on besides the source and flags: the
