@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -568,6 +569,87 @@ TEST_F(NcclVerify, ARankKilledInTheRendezvousEndsItsPeerAtOnce) {
                      "store: rank 1 exited while this rank waited for "
                      "'group/tp/0/1'"),
             std::string::npos)
+      << err;
+}
+
+// A rank killed while it compiles kernels ends its peer at once: the
+// compiler it spawned keeps running, but holds none of its connections
+// (HostCompiler closes every descriptor but 0-2 in it). Before, the
+// orphaned compiler kept the rank's store and Gloo connections open, and
+// its peer waited for the compile to end (or for the 60-s heartbeat).
+// Rank 1's compiler here is a wrapper that sleeps 120 s first (a cold
+// kernel cache on a loaded machine); rank 0 compiles with the default.
+TEST_F(NcclVerify, ARankKilledWhileCompilingEndsItsPeerAtOnce) {
+  std::string wrapper = dir_ + "/slow-cxx.sh", mark = dir_ + "/compiling";
+  std::ofstream(wrapper) << "#!/bin/sh\n"
+                            "if [ \"$1\" != --version ]; then\n"
+                            "  echo $$ > "
+                         << mark
+                         << "\n  sleep 120\n"
+                            "fi\nexec c++ \"$@\"\n";
+  llvm::sys::fs::setPermissions(wrapper, llvm::sys::fs::all_exe |
+                                             llvm::sys::fs::owner_all);
+  std::string port = std::to_string(30000 + (getpid() * 17) % 20000);
+  llvm::sys::ProcessInfo ranks[2];
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args{STRATA_BIN,
+                                  "train",
+                                  spec("GPT"),
+                                  "--dp",
+                                  "2",
+                                  "--steps",
+                                  "2",
+                                  "--sample",
+                                  "0",
+                                  "--device",
+                                  "cuda-interpret",
+                                  "--out",
+                                  dir_ + "/run" + std::to_string(r)};
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::vector<std::string> vars;
+    for (char **e = environ; *e; ++e)
+      vars.push_back(*e);
+    vars.insert(vars.end(),
+                {"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
+                 "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                 "MASTER_PORT=" + port});
+    if (r == 1) // its own kernel cache: it compiles
+      vars.insert(vars.end(), {"STRATA_CXX=" + wrapper,
+                               "XDG_CACHE_HOME=" + dir_ + "/cache"});
+    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
+    std::string err = dir_ + "/err" + std::to_string(r);
+    llvm::Optional<llvm::StringRef> redirects[] = {
+        llvm::None, llvm::StringRef("/dev/null"), llvm::StringRef(err)};
+    ranks[r] = llvm::sys::ExecuteNoWait(
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    ASSERT_GT(ranks[r].Pid, 0);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read(mark).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int compiler = std::atoi(read(mark).c_str());
+  kill(ranks[1].Pid, SIGKILL);
+  llvm::sys::Wait(ranks[1], 0, true);
+  auto killed = std::chrono::steady_clock::now();
+  llvm::sys::ProcessInfo done = waitUpTo(ranks[0], 100);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+          .count();
+  if (done.Pid == 0) {
+    kill(ranks[0].Pid, SIGKILL);
+    llvm::sys::Wait(ranks[0], 0, true);
+  }
+  if (compiler > 0)
+    kill(compiler, SIGKILL); // the orphaned wrapper
+  std::string err = read(dir_ + "/err0");
+  ASSERT_GT(compiler, 0) << "rank 1 never compiled: " << err;
+  // Rank 0 may still be compiling its own kernels (a cold cache) when rank 1
+  // dies; the wrapper's 120 s is what an inherited connection would add.
+  EXPECT_LT(seconds, 60) << err;
+  EXPECT_EQ(done.ReturnCode, 1) << err;
+  // In the rendezvous (rank 1's will) or in a collective (its connection).
+  EXPECT_TRUE(err.find("rank 1 exited") != std::string::npos ||
+              namesGroupAndPeer(err))
       << err;
 }
 
