@@ -31,6 +31,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -284,11 +285,13 @@ public:
     });
   }
 
+  /// Fails the calls in flight and every later one. Any thread may call it
+  /// (the NCCL watchdog's abort does, while a call runs): the context stays
+  /// until the communicator is destroyed, and the posted sends are the
+  /// calling thread's to drop.
   void close() override {
-    posted_.clear();
-    if (ctx_) // fails calls in flight on it (they hold the context)
+    if (!closed_.exchange(true))
       ctx_->closeConnections();
-    ctx_.reset();
   }
 
 private:
@@ -299,13 +302,14 @@ private:
     if (!why.empty())
       return err(llvm::Twine(op) + " over " + name_ + ": stopped (" + why +
                  ")");
-    if (!ctx_)
+    if (closed_)
       return err(llvm::Twine(op) + " over " + name_ +
                  ": the group is closed after an earlier failure");
     try {
       return body();
     } catch (const std::exception &e) {
       close();
+      posted_.clear();
       return err(llvm::Twine(op) + " over " + name_ + " (group rank " +
                  llvm::Twine(rank_) + " of " + llvm::Twine(size_) +
                  "): " + e.what());
@@ -333,6 +337,7 @@ private:
   };
 
   std::shared_ptr<gloo::Context> ctx_;
+  std::atomic<bool> closed_{false};
   std::shared_ptr<GlooRendezvous> rdv_;
   std::string name_;
   int64_t rank_ = 0, size_ = 1;
