@@ -262,6 +262,32 @@ TEST_F(NcclVerify, LaunchedProcessesVerify) {
 /// without `strata launch` (as torchrun or srun would), `env` added to
 /// theirs, and waits until rank 0 logged a step. Rank r's stdout and stderr
 /// are dir/out<r> and dir/err<r>.
+/// Starts `strata args...` as rank r of n without `strata launch` (as
+/// torchrun or srun would: their variables, the rendezvous at `port`), `env`
+/// added to this process's; stdout and stderr go to `out` and `err`.
+llvm::sys::ProcessInfo spawnRank(int r, int n, const std::string &port,
+                                 std::vector<std::string> args,
+                                 const std::vector<std::string> &env,
+                                 const std::string &out,
+                                 const std::string &err) {
+  args.insert(args.begin(), STRATA_BIN);
+  std::vector<llvm::StringRef> argv(args.begin(), args.end());
+  std::vector<std::string> vars;
+  for (char **e = environ; *e; ++e)
+    vars.push_back(*e);
+  for (std::string v : {"RANK=", "LOCAL_RANK="})
+    vars.push_back(v + std::to_string(r));
+  vars.insert(vars.end(), {"WORLD_SIZE=" + std::to_string(n),
+                           "LOCAL_WORLD_SIZE=" + std::to_string(n),
+                           "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
+  vars.insert(vars.end(), env.begin(), env.end());
+  std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
+  llvm::Optional<llvm::StringRef> redirects[] = {
+      llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
+  return llvm::sys::ExecuteNoWait(
+      STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+}
+
 void startRanks(NcclVerify &t, int n, std::vector<std::string> layout,
                 const std::string &spec, const std::string &dir,
                 std::vector<std::string> env,
@@ -269,28 +295,14 @@ void startRanks(NcclVerify &t, int n, std::vector<std::string> layout,
   std::string port = std::to_string(30000 + (getpid() * 7 + n) % 20000);
   ranks.resize(n);
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> args{STRATA_BIN, "train", spec};
+    std::vector<std::string> args{"train", spec};
     args.insert(args.end(), layout.begin(), layout.end());
     args.insert(args.end(),
                 {"--steps", "100000", "--eval-iters", "1", "--sample", "0",
                  "--device", "cuda-interpret", "--out", dir + "/run"});
-    std::vector<llvm::StringRef> argv(args.begin(), args.end());
-    std::vector<std::string> vars;
-    for (char **e = environ; *e; ++e)
-      vars.push_back(*e);
-    for (std::string v : {"RANK=", "LOCAL_RANK="})
-      vars.push_back(v + std::to_string(r));
-    vars.insert(vars.end(), {"WORLD_SIZE=" + std::to_string(n),
-                             "LOCAL_WORLD_SIZE=" + std::to_string(n),
-                             "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
-    vars.insert(vars.end(), env.begin(), env.end());
-    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
-    std::string out = dir + "/out" + std::to_string(r),
-                err = dir + "/err" + std::to_string(r);
-    llvm::Optional<llvm::StringRef> redirects[] = {
-        llvm::None, llvm::StringRef(out), llvm::StringRef(err)};
-    ranks[r] = llvm::sys::ExecuteNoWait(
-        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    ranks[r] =
+        spawnRank(r, n, port, args, env, dir + "/out" + std::to_string(r),
+                  dir + "/err" + std::to_string(r));
     ASSERT_GT(ranks[r].Pid, 0);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(200);
@@ -513,33 +525,12 @@ TEST_F(NcclVerify, ARankKilledInTheRendezvousEndsItsPeerAtOnce) {
   std::string port = std::to_string(30000 + (getpid() * 13) % 20000);
   llvm::sys::ProcessInfo ranks[2];
   for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> args{STRATA_BIN,
-                                  "train",
-                                  spec("GPT"),
-                                  r == 0 ? "--tp" : "--dp",
-                                  "2",
-                                  "--steps",
-                                  "2",
-                                  "--sample",
-                                  "0",
-                                  "--device",
-                                  "cuda-interpret",
-                                  "--out",
-                                  dir_ + "/run" + std::to_string(r)};
-    std::vector<llvm::StringRef> argv(args.begin(), args.end());
-    std::vector<std::string> vars;
-    for (char **e = environ; *e; ++e)
-      vars.push_back(*e);
-    vars.insert(vars.end(),
-                {"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
-                 "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                 "MASTER_PORT=" + port});
-    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
-    std::string err = dir_ + "/err" + std::to_string(r);
-    llvm::Optional<llvm::StringRef> redirects[] = {
-        llvm::None, llvm::StringRef("/dev/null"), llvm::StringRef(err)};
-    ranks[r] = llvm::sys::ExecuteNoWait(
-        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    ranks[r] = spawnRank(r, 2, port,
+                         {"train", spec("GPT"), r == 0 ? "--tp" : "--dp", "2",
+                          "--steps", "2", "--sample", "0", "--device",
+                          "cuda-interpret", "--out",
+                          dir_ + "/run" + std::to_string(r)},
+                         {}, "/dev/null", dir_ + "/err" + std::to_string(r));
     ASSERT_GT(ranks[r].Pid, 0);
   }
   // Both wait in the rendezvous (rank 0 for [tp], rank 1 for [dp]) soon
@@ -592,36 +583,14 @@ TEST_F(NcclVerify, ARankKilledWhileCompilingEndsItsPeerAtOnce) {
   std::string port = std::to_string(30000 + (getpid() * 17) % 20000);
   llvm::sys::ProcessInfo ranks[2];
   for (int r = 0; r < 2; ++r) {
-    std::vector<std::string> args{STRATA_BIN,
-                                  "train",
-                                  spec("GPT"),
-                                  "--dp",
-                                  "2",
-                                  "--steps",
-                                  "2",
-                                  "--sample",
-                                  "0",
-                                  "--device",
-                                  "cuda-interpret",
-                                  "--out",
-                                  dir_ + "/run" + std::to_string(r)};
-    std::vector<llvm::StringRef> argv(args.begin(), args.end());
-    std::vector<std::string> vars;
-    for (char **e = environ; *e; ++e)
-      vars.push_back(*e);
-    vars.insert(vars.end(),
-                {"RANK=" + std::to_string(r), "LOCAL_RANK=" + std::to_string(r),
-                 "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                 "MASTER_PORT=" + port});
+    std::vector<std::string> env;
     if (r == 1) // its own kernel cache: it compiles
-      vars.insert(vars.end(), {"STRATA_CXX=" + wrapper,
-                               "XDG_CACHE_HOME=" + dir_ + "/cache"});
-    std::vector<llvm::StringRef> envp(vars.begin(), vars.end());
-    std::string err = dir_ + "/err" + std::to_string(r);
-    llvm::Optional<llvm::StringRef> redirects[] = {
-        llvm::None, llvm::StringRef("/dev/null"), llvm::StringRef(err)};
-    ranks[r] = llvm::sys::ExecuteNoWait(
-        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+      env = {"STRATA_CXX=" + wrapper, "XDG_CACHE_HOME=" + dir_ + "/cache"};
+    ranks[r] = spawnRank(r, 2, port,
+                         {"train", spec("GPT"), "--dp", "2", "--steps", "2",
+                          "--sample", "0", "--device", "cuda-interpret",
+                          "--out", dir_ + "/run" + std::to_string(r)},
+                         env, "/dev/null", dir_ + "/err" + std::to_string(r));
     ASSERT_GT(ranks[r].Pid, 0);
   }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
