@@ -328,6 +328,24 @@ llvm::sys::ProcessInfo waitUpTo(const llvm::sys::ProcessInfo &pi,
   }
 }
 
+/// Kills rank 1 and waits up to `limit` s for rank 0 to end (then kills it):
+/// rank 0's end (Pid 0 if it did not) and the seconds since the kill.
+std::pair<llvm::sys::ProcessInfo, double>
+killRankOneAndWaitForZero(llvm::sys::ProcessInfo ranks[2], int limit) {
+  kill(ranks[1].Pid, SIGKILL);
+  llvm::sys::Wait(ranks[1], 0, true);
+  auto killed = std::chrono::steady_clock::now();
+  llvm::sys::ProcessInfo done = waitUpTo(ranks[0], limit);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+          .count();
+  if (done.Pid == 0) {
+    kill(ranks[0].Pid, SIGKILL);
+    llvm::sys::Wait(ranks[0], 0, true);
+  }
+  return {done, seconds};
+}
+
 /// The thread stacks of the process `pid` (gdb -batch), so a rank that did
 /// not exit shows where it waits; written to `file`.
 std::string stacks(NcclVerify &t, int pid, const std::string &file) {
@@ -541,17 +559,7 @@ TEST_F(NcclVerify, ARankKilledInTheRendezvousEndsItsPeerAtOnce) {
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  kill(ranks[1].Pid, SIGKILL);
-  llvm::sys::Wait(ranks[1], 0, true);
-  auto killed = std::chrono::steady_clock::now();
-  llvm::sys::ProcessInfo done = waitUpTo(ranks[0], 60);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-          .count();
-  if (done.Pid == 0) {
-    kill(ranks[0].Pid, SIGKILL);
-    llvm::sys::Wait(ranks[0], 0, true);
-  }
+  auto [done, seconds] = killRankOneAndWaitForZero(ranks, 60);
   std::string err = read(dir_ + "/err0");
   // The waits read the will every 100 ms; a busy machine adds a little.
   EXPECT_LT(seconds, 10) << err;
@@ -597,17 +605,7 @@ TEST_F(NcclVerify, ARankKilledWhileCompilingEndsItsPeerAtOnce) {
   while (read(mark).empty() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   int compiler = std::atoi(read(mark).c_str());
-  kill(ranks[1].Pid, SIGKILL);
-  llvm::sys::Wait(ranks[1], 0, true);
-  auto killed = std::chrono::steady_clock::now();
-  llvm::sys::ProcessInfo done = waitUpTo(ranks[0], 100);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-          .count();
-  if (done.Pid == 0) {
-    kill(ranks[0].Pid, SIGKILL);
-    llvm::sys::Wait(ranks[0], 0, true);
-  }
+  auto [done, seconds] = killRankOneAndWaitForZero(ranks, 100);
   if (compiler > 0)
     kill(compiler, SIGKILL); // the orphaned wrapper
   std::string err = read(dir_ + "/err0");
