@@ -97,7 +97,10 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 log=$build/sanitize.log
 start=$SECONDS
 rc=0
-ctest --test-dir $build -LE gpu -j2 --output-on-failure "$@" >"$log" 2>&1 || rc=$?
+# gpu_bundle packs the build into the GPU bundle and checks its 64 MiB
+# limit: a sanitizer build's binaries (about 390 MB) are not what it ships.
+ctest --test-dir $build -LE gpu -E '^gpu_bundle$' -j2 --output-on-failure "$@" \
+  >"$log" 2>&1 || rc=$?
 echo "sanitize: ctest ran in $((SECONDS - start)) s (log: $log)"
 echo "sanitize: $(find $reports -type f | wc -l) ASan/LSan report files in $reports;" \
   "$(grep -c 'runtime error:' "$log" || true) UBSan reports in $log"
