@@ -135,8 +135,9 @@ std::string commandLine(const BadInput &c) {
 const std::vector<std::string> &verbs() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
+    std::string help = runStrata({"help"}).out; // `lines` point into it
     llvm::SmallVector<llvm::StringRef, 32> lines;
-    llvm::StringRef(runStrata({"help"}).out).split(lines, '\n');
+    llvm::StringRef(help).split(lines, '\n');
     for (llvm::StringRef l : lines)
       if (l.startswith("  ") && l.contains(" - ") && !l.ltrim().startswith("-"))
         out.push_back(l.ltrim().split(' ').first.str());
