@@ -116,6 +116,8 @@ protected:
     EXPECT_TRUE(bool(p));
     EXPECT_FALSE(bool(driver->copyToDevice(
         *p, host.data(), int64_t(host.size() * sizeof(T)), stream)));
+    // The copy runs on the stream: `host` may be a temporary.
+    EXPECT_FALSE(bool(driver->synchronize(stream)));
     return *p;
   }
   template <typename T> std::vector<T> download(DevicePtr p, size_t n) {
