@@ -318,8 +318,6 @@ llvm::Error NcclCommunicator::release() {
     e = err("NCCL over group " + name_ + ": " + llvm::toString(std::move(e)));
   collectDone();
   // Every use is done: kept for any stream's next messages of the sizes.
-  for (Buffer &b : held_)
-    b.stream = nullptr;
   free_.insert(free_.end(), held_.begin(), held_.end());
   held_.clear();
   for (Buffer &b : free_)
