@@ -8,7 +8,6 @@
 #include "runtime/cuda/Widen.h"
 #include "runtime/cuda/nccl/NcclGroups.h"
 
-#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -277,12 +276,15 @@ static GraphWorkspace workspaceOf(const Graph &g) {
 int64_t CudaDevice::workspaceBytes(llvm::ArrayRef<const Graph *> graphs) {
   int64_t widen = 0, opScratch = 0, partials = 0, sends = 0, packing = 0;
   std::map<std::pair<std::string, int64_t>, int64_t> buffers;
-  llvm::SmallPtrSet<const Graph *, 8> prepared;
+  std::map<const Graph *, GraphWorkspace> of; // a program runs many times
   for (const Graph *g : graphs) {
-    GraphWorkspace w = workspaceOf(*g);
+    auto [it, first] = of.try_emplace(g);
+    if (first)
+      it->second = workspaceOf(*g);
+    const GraphWorkspace &w = it->second;
     widen = std::max(widen, w.widen);
     opScratch = std::max(opScratch, w.opScratch);
-    if (prepared.insert(g).second)
+    if (first)
       partials += w.partial;
     sends += w.sends;
     for (const auto &[key, count] : w.packing)
