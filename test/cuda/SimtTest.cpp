@@ -15,11 +15,22 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <malloc.h>
 #include <numeric>
+#include <unistd.h>
 #include <vector>
 
 namespace strata::cuda {
 namespace {
+
+/// The process's address space (/proc/self/statm's size), in bytes.
+int64_t addressSpaceBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  statm >> pages;
+  return pages * sysconf(_SC_PAGESIZE);
+}
 
 const char *kKernels = R"(
 extern "C" __global__ void __launch_bounds__(128)
@@ -178,6 +189,33 @@ TEST_F(Simt, BlockReductionThroughSharedMemory) {
         part[t] += part[t + w];
     EXPECT_EQ(got[r], part[0]) << "row " << r;
   }
+}
+
+// A host thread's fibers (stacks of 64 MiB of address space per kernel
+// module) go when it exits: before, each stream thread that ran a
+// synchronizing kernel left them mapped until the process ended. Address
+// space, not malloc's counts: it is the same under ASan.
+TEST_F(Simt, AStreamThreadsFibersAreFreedWhenItExits) {
+  DevicePtr dx = upload(std::vector<float>(256, 1)),
+            dy = upload(std::vector<float>(256, 0)),
+            dout = upload(std::vector<float>(1, 0));
+  int cols = 256, n = 256;
+  float a = 1;
+  // malloc's thread arenas take 64 MiB of address space each too, and are
+  // kept after their thread: none is made from here on (glibc makes one
+  // for a thread that finds the others locked), and a kernel without
+  // fibers gives the stream thread its arena before the measure.
+  mallopt(M_ARENA_MAX, 1);
+  ASSERT_EQ(run("axpy", {1}, {128}, {&dy, &dx, &a, &n}), "");
+  int64_t before = addressSpaceBytes();
+  ASSERT_EQ(run("rowSums", {1}, {256}, {&dx, &dout, &cols}), "");
+  EXPECT_EQ(download<float>(dout, 1)[0], 256.0f);
+  const int64_t stacks = 64 << 20;
+  int64_t running = addressSpaceBytes();
+  // The measure sees the stacks (the test could fail).
+  EXPECT_GE(running - before, stacks);
+  driver.reset(); // joins the stream's thread
+  EXPECT_LT(addressSpaceBytes() - before, stacks / 4);
 }
 
 // 80 threads: two full warps and one of 16 lanes.

@@ -34,6 +34,7 @@
 #include <cstring>
 #include <tuple>
 #include <type_traits>
+#include <sys/mman.h>
 #include <ucontext.h>
 #include <utility>
 
@@ -109,6 +110,34 @@ struct Fibers {
 #endif
 STRATA_SIMT_TLS Block *current = nullptr;
 STRATA_SIMT_TLS Fibers *fibers = nullptr;
+
+/// Frees the host thread's fibers when it exits (their stacks take 64 MiB
+/// of address space per host thread and kernel module). Not in static TLS:
+/// it is reached only when the fibers are made.
+struct FibersOwner {
+  ~FibersOwner() {
+    if (!fibers)
+      return;
+    munmap(fibers->stacks, kStackBytes * 1024);
+    delete fibers;
+    fibers = nullptr;
+  }
+};
+static thread_local FibersOwner fibersOwner;
+
+/// Makes the host thread's fibers, freed at its exit; false if the stacks
+/// cannot be mapped.
+inline bool makeFibers() {
+  void *stacks = mmap(nullptr, kStackBytes * 1024, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                      -1, 0);
+  if (stacks == MAP_FAILED)
+    return false;
+  fibers = new Fibers();
+  fibers->stacks = static_cast<char *>(stacks);
+  (void)&fibersOwner; // registers its destructor for this thread
+  return true;
+}
 
 /// Jumps to `buf` (set by __builtin_setjmp in another function: GCC's rule).
 [[gnu::noinline]] inline void jumpTo(void **buf) { __builtin_longjmp(buf, 1); }
@@ -226,9 +255,9 @@ template <typename Body> void runBlock(Block &b, Body &body) {
   }
   b.run = [](void *p) { (*static_cast<Body *>(p))(); };
   b.body = &body;
-  if (!fibers) {
-    fibers = new Fibers();
-    fibers->stacks = static_cast<char *>(std::malloc(kStackBytes * 1024));
+  if (!fibers && !makeFibers()) {
+    fail("cannot map the fibers' stacks (64 MiB of address space)");
+    return;
   }
   for (int i = 0; i < b.count; ++i) {
     b.threads[i].wait = Wait::Running;
