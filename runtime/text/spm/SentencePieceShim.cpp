@@ -3,6 +3,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -45,7 +46,7 @@ int strata_spm_encode(void *processor, const char *text, size_t size, int **ids,
   *count = out.size();
   *ids = static_cast<int *>(
       std::malloc(std::max<size_t>(1, out.size()) * sizeof(int)));
-  std::memcpy(*ids, out.data(), out.size() * sizeof(int));
+  std::copy(out.begin(), out.end(), *ids); // memcpy: UB from an empty out
   return 0;
 }
 
