@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <gloo/rendezvous/store.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -34,6 +36,38 @@ llvm::Expected<std::optional<int64_t>> envInt(const char *name, int64_t min) {
 
 bool isLoopback(llvm::StringRef host) {
   return host == "localhost" || host.startswith("127.") || host == "::1";
+}
+
+/// Every process must run the same mesh on the same backend: rank 0
+/// publishes its own and the others compare, so processes started with
+/// different layouts are told at once, not after waiting for each other's
+/// groups until the timeout. (A rank that returns this error exits; its
+/// will ends rank 0's waits.)
+llvm::Error checkSameLayout(gloo::rendezvous::Store &store, int64_t rank,
+                            const Mesh &mesh, Backend backend) {
+  std::string mine;
+  llvm::raw_string_ostream os(mine);
+  printMesh(os, mesh);
+  os << " on " << backendName(backend);
+  const std::string key = "strata/layout";
+  try {
+    if (rank == 0) {
+      store.set(key, std::vector<char>(mine.begin(), mine.end()));
+      return llvm::Error::success();
+    }
+    std::vector<char> bytes = store.get(key);
+    std::string first(bytes.begin(), bytes.end());
+    if (first == mine)
+      return llvm::Error::success();
+    return err("rank " + llvm::Twine(rank) + " runs " + mine +
+               " but rank 0 runs " + first +
+               " (every process of a job needs the same --tp, --dp, --pp "
+               "and --device)");
+  } catch (const std::exception &e) {
+    return err(
+        "rank " + llvm::Twine(rank) +
+        " cannot read rank 0's layout from the rendezvous store: " + e.what());
+  }
 }
 } // namespace
 
@@ -169,6 +203,9 @@ DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
   if (!heartbeat)
     return heartbeat.takeError();
   g->heartbeat_ = std::move(*heartbeat);
+  if (auto e = checkSameLayout(g->rendezvous_->store(), env.rank, mesh,
+                               options.backend))
+    return e;
   auto device = makeDevice(options.backend, env.rank, env.localRank);
   if (!device)
     return device.takeError();

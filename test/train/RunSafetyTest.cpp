@@ -108,6 +108,32 @@ protected:
     return r;
   }
 
+  /// Starts `strata args...` as rank `rank` of 2 with the rendezvous at
+  /// `port`, without `strata launch` (as torchrun or srun start ranks);
+  /// its stderr goes to `errFile`.
+  llvm::sys::ProcessInfo startRank(int rank, int port,
+                                   std::vector<std::string> args,
+                                   std::string &errFile) {
+    args.insert(args.begin(), STRATA_BIN);
+    std::vector<llvm::StringRef> argv(args.begin(), args.end());
+    std::vector<std::string> env;
+    for (char **e = environ; *e; ++e)
+      env.push_back(*e);
+    for (std::string v : std::vector<std::string>{
+             "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+             "STRATA_HEARTBEAT_TIMEOUT=5", "RANK=" + std::to_string(rank),
+             "LOCAL_RANK=" + std::to_string(rank),
+             "MASTER_PORT=" + std::to_string(port)})
+      env.push_back(v);
+    std::vector<llvm::StringRef> envp(env.begin(), env.end());
+    errFile = dir_.path("stderr" + std::to_string(rank));
+    llvm::Optional<llvm::StringRef> redirects[] = {llvm::StringRef("/dev/null"),
+                                                   llvm::StringRef("/dev/null"),
+                                                   llvm::StringRef(errFile)};
+    return llvm::sys::ExecuteNoWait(
+        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+  }
+
   static double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
         .count();
@@ -428,29 +454,12 @@ TEST_P(StoppedRankWithoutLaunch, PeerNamesItAndEveryRankExits) {
   spec();
   std::vector<std::string> args =
       train({"--tp", "2", "--steps", "100000", "--log-every", "1"});
-  args.insert(args.begin(), STRATA_BIN);
-  std::vector<llvm::StringRef> argv(args.begin(), args.end());
   int port = freeLoopbackPort();
   ASSERT_GT(port, 0);
   llvm::sys::ProcessInfo pi[2];
   std::string errFile[2];
   for (int rank = 0; rank < 2; ++rank) {
-    std::vector<std::string> env;
-    for (char **e = environ; *e; ++e)
-      env.push_back(*e);
-    for (std::string v : std::vector<std::string>{
-             "WORLD_SIZE=2", "LOCAL_WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-             "STRATA_HEARTBEAT_TIMEOUT=5", "RANK=" + std::to_string(rank),
-             "LOCAL_RANK=" + std::to_string(rank),
-             "MASTER_PORT=" + std::to_string(port)})
-      env.push_back(v);
-    std::vector<llvm::StringRef> envp(env.begin(), env.end());
-    errFile[rank] = dir_.path("stderr" + std::to_string(rank));
-    llvm::Optional<llvm::StringRef> redirects[] = {
-        llvm::StringRef("/dev/null"), llvm::StringRef("/dev/null"),
-        llvm::StringRef(errFile[rank])};
-    pi[rank] = llvm::sys::ExecuteNoWait(
-        STRATA_BIN, argv, llvm::ArrayRef<llvm::StringRef>(envp), redirects);
+    pi[rank] = startRank(rank, port, args, errFile[rank]);
     ASSERT_GT(pi[rank].Pid, 0);
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -487,6 +496,42 @@ TEST_P(StoppedRankWithoutLaunch, PeerNamesItAndEveryRankExits) {
 
 INSTANTIATE_TEST_SUITE_P(RunSafety, StoppedRankWithoutLaunch,
                          ::testing::Values(1, 0));
+
+// Ranks started with different layouts (rank 0 with --tp 2, rank 1 with
+// --dp 2: two devices each) are told so at once; before, each waited for
+// groups the other never joined until the collectives' timeout (300 s).
+// Rank 1 names both layouts; rank 0 ends when rank 1 exits (its will).
+TEST_F(RunSafety, RanksStartedWithDifferentLayoutsAreToldAtOnce) {
+  spec();
+  int port = freeLoopbackPort();
+  ASSERT_GT(port, 0);
+  llvm::sys::ProcessInfo pi[2];
+  std::string errFile[2];
+  const char *layout[2][2] = {{"--tp", "2"}, {"--dp", "2"}};
+  auto t0 = std::chrono::steady_clock::now();
+  for (int rank = 0; rank < 2; ++rank) {
+    pi[rank] = startRank(rank, port, train({layout[rank][0], layout[rank][1]}),
+                         errFile[rank]);
+    ASSERT_GT(pi[rank].Pid, 0);
+  }
+  // Timed Waits kill what still runs after 120 s and return pid -1.
+  for (llvm::sys::ProcessInfo &p : pi)
+    p = llvm::sys::Wait(p, /*SecondsToWait=*/120,
+                        /*WaitUntilTerminates=*/false);
+  EXPECT_LT(since(t0), 60); // a busy machine (sanitizers, 2 cores)
+  EXPECT_EQ(pi[1].ReturnCode, 1);
+  EXPECT_NE(
+      read(errFile[1])
+          .find("strata train: error: cannot train on tp=1 dp=2: rank 1 runs "
+                "mesh<dp=2,tp=1> on cpu but rank 0 runs mesh<dp=1,tp=2> on "
+                "cpu (every process of a job needs the same --tp, --dp, --pp "
+                "and --device)"),
+      std::string::npos)
+      << read(errFile[1]);
+  EXPECT_EQ(pi[0].ReturnCode, 1);
+  EXPECT_NE(read(errFile[0]).find("rank 1 exited"), std::string::npos)
+      << read(errFile[0]);
+}
 
 } // namespace
 } // namespace strata
