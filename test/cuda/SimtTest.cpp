@@ -298,6 +298,31 @@ TEST_F(Simt, AnOutOfBoundsStoreIsCaughtWithTheKernelsName) {
   EXPECT_EQ(run("offByOne", {1}, {64}, {&dx, &count}), "");
 }
 
+// After a kernel's error the stream skips its queued launches until the
+// error is taken; each skipped launch still frees the copy of its
+// parameters (before, 10,000 launches leaked 10,000 of them: 320 KB of
+// malloc's chunks; LeakSanitizer found it after a killed rank's stream
+// dropped its work). Under ASan, where mallinfo2 does not see ASan's heap,
+// LeakSanitizer checks the same.
+TEST_F(Simt, SkippedLaunchesFreeTheirParameters) {
+  const int n = 100;
+  DevicePtr dx = upload(std::vector<float>(n, 0));
+  int count = n;
+  float a = 1;
+  size_t before = mallinfo2().uordblks;
+  ASSERT_FALSE(bool(driver->launch(fn("offByOne"), {1}, {64}, 0, stream,
+                                   std::vector<void *>{&dx, &count}.data())));
+  std::vector<void *> params = {&dx, &dx, &a, &count};
+  for (int i = 0; i < 10000; ++i)
+    ASSERT_FALSE(
+        bool(driver->launch(fn("axpy"), {1}, {64}, 0, stream, params.data())));
+  llvm::Error e = driver->synchronize(stream);
+  ASSERT_TRUE(bool(e));
+  EXPECT_NE(llvm::toString(std::move(e)).find("kernel offByOne"),
+            std::string::npos);
+  EXPECT_LT(mallinfo2().uordblks, before + 64 * 1024);
+}
+
 // Memory never written reads as poison: NaN for floats.
 TEST_F(Simt, UnwrittenMemoryReadsAsPoison) {
   auto dx = driver->allocate(64 * sizeof(float));

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -360,12 +361,14 @@ public:
         block.x * block.y * block.z > 1024)
       return err("kernel " + k.name + ": invalid launch (grid " + dims(grid) +
                  ", block " + dims(block) + "; blocks hold 1 to 1024 threads)");
-    void *packed = k.entry(0, nullptr, params, nullptr);
+    // Freed with the work, run or skipped (after an earlier error).
+    std::shared_ptr<void> packed(
+        k.entry(0, nullptr, params, nullptr),
+        [&k](void *p) { k.entry(2, nullptr, nullptr, p); });
     streams_.push(toIndex(s), [this, &k, grid, block, packed] {
       char error[512] = {0};
       SimtLaunch l{grid, block, k.fibers, error};
-      k.entry(1, &l, nullptr, packed);
-      k.entry(2, nullptr, nullptr, packed);
+      k.entry(1, &l, nullptr, packed.get());
       if (error[0])
         return err("kernel " + k.name + ": " + error);
       return checkGuards("kernel " + k.name);
