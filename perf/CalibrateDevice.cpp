@@ -52,6 +52,7 @@ public:
     void *p = dev_.allocate(std::max<int64_t>(t.bytes(), 1));
     dev_.copyFromHost(p, h.raw(), t.bytes());
     buffers_.push_back(p);
+    hosts_.push_back(std::move(h)); // the copy is asynchronous
   }
   std::vector<const void *> pointers() const {
     return {buffers_.begin(), buffers_.end()};
@@ -60,6 +61,7 @@ public:
 private:
   Device &dev_;
   std::vector<void *> buffers_;
+  std::vector<HostTensor> hosts_;
 };
 
 /// Seconds per run of `g` on `dev`: runs enqueued back to back, timed in
