@@ -84,8 +84,10 @@ check(best["mfu"] >= published,
       % (best["layout"], best["mfu"], published))
 # The search must stay interactive (issue: under 10 s for 1024 GPUs on this
 # 2-core machine). CPU time, since wall time on a shared test machine says
-# more about the other jobs; 15 s leaves room for a slower machine.
-check(plan["cpu_seconds"] < 15, "plan took %.1f s of CPU" %
+# more about the other jobs; 15 s leaves room for a slower machine. The
+# sanitizer build sets STRATA_CPU_SLOWDOWN (test/perf/CMakeLists.txt).
+slowdown = float(os.environ.get("STRATA_CPU_SLOWDOWN", "1"))
+check(plan["cpu_seconds"] < 15 * slowdown, "plan took %.1f s of CPU" %
       plan["cpu_seconds"])
 for p in plan["plans"]:
     check(p["peak_memory_bytes"] <= 80 << 30,
