@@ -119,6 +119,9 @@ void HostStreams::workerLoop(Stream &s) {
       skip = !firstError_.empty() && !work.always;
     }
     llvm::Error e = skip ? llvm::Error::success() : work.fn();
+    // Its captures go before it counts as done: a synchronize that returns
+    // lets the caller free what they point to.
+    work.fn = nullptr;
     bool drained;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,29 @@ TEST(DeviceStreams, WorkOnOneStreamRunsInOrder) {
   ASSERT_EQ(order.size(), 100u);
   for (int i = 0; i < 100; ++i)
     EXPECT_EQ(order[i], i);
+}
+
+// Once synchronize returns the caller may free what queued work pointed to
+// (interpret mode's kernel modules, host buffers): the work's captures are
+// released before it counts as done. Here a capture whose release takes
+// 50 ms; before, synchronize returned while it was still being released
+// (ASan heap-use-after-free in `strata calibrate` under cuda-interpret).
+TEST(DeviceStreams, AWorksCapturesAreReleasedBeforeItCountsAsDone) {
+  struct SlowRelease {
+    explicit SlowRelease(std::atomic<bool> &r) : released(r) {}
+    std::atomic<bool> &released;
+    ~SlowRelease() {
+      std::this_thread::sleep_for(50ms);
+      released = true;
+    }
+  };
+  CpuDevice dev;
+  std::atomic<bool> released{false};
+  auto capture = std::make_shared<SlowRelease>(released);
+  dev.enqueueHost([capture] { return llvm::Error::success(); });
+  capture.reset();
+  ASSERT_FALSE(bool(dev.synchronize()));
+  EXPECT_TRUE(released);
 }
 
 // Stream 0 writes slowly; stream 1 copies the value after waiting for an

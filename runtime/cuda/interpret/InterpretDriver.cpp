@@ -364,7 +364,7 @@ public:
     // Freed with the work, run or skipped (after an earlier error).
     std::shared_ptr<void> packed(
         k.entry(0, nullptr, params, nullptr),
-        [&k](void *p) { k.entry(2, nullptr, nullptr, p); });
+        [entry = k.entry](void *p) { entry(2, nullptr, nullptr, p); });
     streams_.push(toIndex(s), [this, &k, grid, block, packed] {
       char error[512] = {0};
       SimtLaunch l{grid, block, k.fibers, error};
