@@ -38,6 +38,14 @@ bool isLoopback(llvm::StringRef host) {
   return host == "localhost" || host.startswith("127.") || host == "::1";
 }
 
+/// `mesh<dp=2,tp=2>`.
+std::string meshText(const Mesh &mesh) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  printMesh(os, mesh);
+  return os.str();
+}
+
 /// Every process must run the same mesh on the same backend: rank 0
 /// publishes its own and the others compare, so processes started with
 /// different layouts are told at once, not after waiting for each other's
@@ -45,10 +53,7 @@ bool isLoopback(llvm::StringRef host) {
 /// will ends rank 0's waits.)
 llvm::Error checkSameLayout(gloo::rendezvous::Store &store, int64_t rank,
                             const Mesh &mesh, Backend backend) {
-  std::string mine;
-  llvm::raw_string_ostream os(mine);
-  printMesh(os, mesh);
-  os << " on " << backendName(backend);
+  std::string mine = meshText(mesh) + " on " + backendName(backend).str();
   const std::string key = "strata/layout";
   try {
     if (rank == 0) {
@@ -168,11 +173,8 @@ llvm::Expected<std::unique_ptr<DeviceGroup>>
 DeviceGroup::multiProcess(const Mesh &mesh, const DistEnv &env,
                           const DeviceGroupOptions &options) {
   if (env.worldSize != mesh.numDevices()) {
-    std::string m;
-    llvm::raw_string_ostream os(m);
-    printMesh(os, mesh);
     return err("WORLD_SIZE=" + llvm::Twine(env.worldSize) + " processes for " +
-               os.str() + " of " + llvm::Twine(mesh.numDevices()) +
+               meshText(mesh) + " of " + llvm::Twine(mesh.numDevices()) +
                " devices (one process per device: the device count must be "
                "tp*dp*pp; launch " +
                llvm::Twine(mesh.numDevices()) +

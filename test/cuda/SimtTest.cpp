@@ -300,8 +300,8 @@ TEST_F(Simt, AnOutOfBoundsStoreIsCaughtWithTheKernelsName) {
 
 // After a kernel's error the stream skips its queued launches until the
 // error is taken; each skipped launch still frees the copy of its
-// parameters (before, 10,000 launches leaked 10,000 of them: 320 KB of
-// malloc's chunks; LeakSanitizer found it after a killed rank's stream
+// parameters (before, 10,000 launches leaked 10,000 of them: about 330 KB
+// of malloc's chunks; LeakSanitizer found it after a killed rank's stream
 // dropped its work). Under ASan, where mallinfo2 does not see ASan's heap,
 // LeakSanitizer checks the same.
 TEST_F(Simt, SkippedLaunchesFreeTheirParameters) {

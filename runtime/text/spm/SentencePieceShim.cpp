@@ -46,7 +46,8 @@ int strata_spm_encode(void *processor, const char *text, size_t size, int **ids,
   *count = out.size();
   *ids = static_cast<int *>(
       std::malloc(std::max<size_t>(1, out.size()) * sizeof(int)));
-  std::copy(out.begin(), out.end(), *ids); // memcpy: UB from an empty out
+  std::copy(out.begin(), out.end(),
+            *ids); // (memcpy of empty out's null data: UB)
   return 0;
 }
 
